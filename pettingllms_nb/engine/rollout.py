@@ -34,17 +34,13 @@ class RolloutSpec:
     sampling: dict = field(default_factory=dict)        # role -> sampling parameters
 
 def _from_config(cfg) -> RolloutSpec:
-    from omegaconf import OmegaConf
-    c = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else cfg
-    env = dict(c['env']); name = env.pop('name')
-    kw = {k: v for k, v in env.items() if k not in ('max_turns', 'kwargs', 'dataset', 'resolve', 'multi_modal', 'batched_init') and v is not None}
-    kw.update(env.get('kwargs') or {})
-    mai = c.get('multi_agent_interaction', {})
-    agents = {a['name']: a for a in (c.get('agent_policy_configs', {}).get('agent_configs') or {}).values()}
-    alpha = (c.get('training') or {}).get('alpha')
-    return RolloutSpec(name, kw, list(mai['turn_order']), env.get('max_turns'), mai.get('schedule') or 'sequential',
-                       agent_kwargs={r: ({'alpha': alpha} if alpha is not None else {}) for r in mai['turn_order']},
-                       sampling={r: {'temperature': float(agents.get(r, {}).get('train_temperature', 1.0))} for r in mai['turn_order']})
+    from pettingllms_nb.core.config import Config, load_config, agent_roles, agent_config, env_kwargs, agent_kwargs
+    if not isinstance(cfg, Config): cfg = load_config(cfg)   # dicts and DictConfigs are validated first
+    kw = env_kwargs(cfg); mt = kw.pop('max_turns', None)
+    roles = agent_roles(cfg)
+    return RolloutSpec(cfg.env.name, kw, roles, mt, cfg.multi_agent_interaction.schedule,
+                       agent_kwargs={r: agent_kwargs(cfg, r) for r in roles},
+                       sampling={r: {'temperature': float(agent_config(cfg, r).train_temperature)} for r in roles})
 
 def resolve_spec(config_or_env, turn_order=None, max_turns=None, schedule=None, **env_kwargs) -> RolloutSpec:
     "Work out env, kwargs, turn order, max_turns and schedule from a config, preset, path or env name."
@@ -191,7 +187,8 @@ async def arollout(config_or_env, policies, mode:str="independent", n:int=1, see
     for s in slots:
         rewards, kept = {}, s.kept
         for st in kept: rewards[st.agent] = rewards.get(st.agent, 0.0) + st.reward
-        trace.episodes.append(Episode(s.uid, s.seed, s.rollout_idx, bool(s.env.success), bool(s.env.done), s.env.turn,
+        turns = max((st.turn_idx for st in kept), default=-1) + 1
+        trace.episodes.append(Episode(s.uid, s.seed, s.rollout_idx, bool(s.env.success), bool(s.env.done), turns,
                                       s.root_id, s.state_id, rewards, sum(st.format_error is not None for st in kept)))
     return trace
 

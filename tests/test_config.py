@@ -1,0 +1,310 @@
+"Config loading, presets, overrides and the validation checklist (pettingllms_nb.core.config)."
+import pickle
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from pettingllms_nb.core.agent import Agent
+from pettingllms_nb.core.config import (ConfigError, Config, agent_config, agent_kwargs, agent_policies, agent_roles,
+                                        env_kwargs, list_presets, load_config, validation_seeds)
+from pettingllms_nb.core.env import Env
+from pettingllms_nb.core.registry import Registry, registry as global_registry
+
+PRESETS = ['stateful_plan_path', 'stateful_plan_path_lora', 'stateful_plan_path_single', 'stateful_sokoban',
+           'stateful_sokoban_single', 'stateful_sudoku', 'stateful_sudoku_single']
+
+
+class StandInEnv(Env):
+    def make_state(self, rng): return self.state_cls()
+
+
+class StandInAgent(Agent):
+    def build_prompt(self, env, turn_idx): return ''
+    async def step(self, env, worker=None): pass
+
+
+@pytest.fixture(scope='module')
+def reg():
+    "A private registry with stand-ins for stateful_env and its agents (the real ones may not exist yet)."
+    r = Registry(builtins={}, plugin_group=None)
+    r.add('env', 'stateful_env', StandInEnv)
+    for role in ('plan_agent', 'tool_call_agent', 'stateful_single_agent'): r.add('agent', role, StandInAgent, env='stateful_env')
+    r.add('env', 'other_env', StandInEnv)
+    r.add('agent', 'other_agent', StandInAgent, env='other_env')
+    return r
+
+
+def errors(reg, overrides, preset='stateful_plan_path'):
+    with pytest.raises(ConfigError) as info: load_config(preset, overrides, registry=reg)
+    return str(info.value)
+
+
+# -- presets -----------------------------------------------------------------------------------
+
+def test_list_presets():
+    assert list_presets() == PRESETS
+
+
+@pytest.mark.parametrize('name', PRESETS)
+def test_every_preset_loads(reg, name):
+    cfg = load_config(name, registry=reg)
+    assert isinstance(cfg, Config)
+    assert cfg.env.name == 'stateful_env' and cfg.training.device == 'cpu'
+    assert cfg.base_models.policy_0.path == 'tiny'
+    assert cfg.env.benchmark in name
+    assert cfg.training.experiment_name == name
+    single = name.endswith('_single')
+    assert agent_roles(cfg) == (['stateful_single_agent'] if single else ['tool_call_agent', 'plan_agent'])
+    assert cfg.agent_policy_configs.num_agents == cfg.multi_agent_interaction.num_interacting_agents == (1 if single else 2)
+    assert cfg.specialization == ('lora' if name.endswith('_lora') else 'prompt')
+
+
+@pytest.mark.skipif('stateful_env' not in global_registry.names('env'),
+                    reason='pettingllms_nb.envs.stateful is not importable yet')
+@pytest.mark.parametrize('name', PRESETS)
+def test_presets_with_the_real_registry(name):
+    assert load_config(name).env.name == 'stateful_env'
+
+
+def test_lora_preset_is_one_adapter_per_agent_on_one_model(reg):
+    pol = agent_policies(load_config('stateful_plan_path_lora', registry=reg))
+    assert {p['model'] for p in pol.values()} == {'shared_model'}
+    assert {r: p['adapter'] for r, p in pol.items()} == {'tool_call_agent': 'tool_call_agent', 'plan_agent': 'plan_agent'}
+    assert all(p['adapter'] is None for p in agent_policies(load_config('stateful_plan_path', registry=reg)).values())
+
+
+def test_unknown_preset_did_you_mean():
+    with pytest.raises(ConfigError, match="did you mean 'stateful_sudoku'"): load_config('stateful_sudokku')
+
+
+# -- overrides and interpolation ---------------------------------------------------------------
+
+def test_overrides(reg):
+    cfg = load_config('stateful_sudoku', ['training.lr=1e-4', 'env.max_turns=2'], registry=reg)
+    assert cfg.training.lr == 1e-4 and isinstance(cfg.training.lr, float)
+    assert cfg.env.max_turns == 2
+    fresh = load_config('stateful_sudoku', registry=reg)   # overrides never leak into the shared schema or preset
+    assert (fresh.training.lr, fresh.env.max_turns) == (1e-3, 4)
+    assert env_kwargs(cfg) == {'max_turns': 2, 'benchmark': 'sudoku', 'size': 4}
+    assert load_config('stateful_sudoku', 'env.kwargs.holes=6', registry=reg).env.kwargs.holes == 6   # a single string works too
+    assert load_config('stateful_sudoku', ['multi_agent_interaction.turn_order=[plan_agent, tool_call_agent]'],
+                       registry=reg).multi_agent_interaction.turn_order == ['plan_agent', 'tool_call_agent']
+
+
+def test_interpolation_resolves(reg):
+    cfg = load_config('stateful_plan_path_lora', ['lora_rank=4'], registry=reg)
+    assert (cfg.training.lora_rank, cfg.training.lora_alpha) == (4, 16)
+    assert cfg.training.output_dir == 'runs/stateful_plan_path_lora'
+    assert '${' not in cfg.to_yaml()
+
+
+def test_bad_override_syntax(reg):
+    with pytest.raises(ConfigError, match="override 'training.lr'"): load_config('stateful_sudoku', ['training.lr'], registry=reg)
+
+
+def test_wrong_type(reg):
+    msg = errors(reg, ['training.lr=fast'])
+    assert "training.lr='fast'" in msg and 'Float' in msg
+
+
+def test_readonly(reg):
+    cfg = load_config('stateful_sudoku', registry=reg)
+    with pytest.raises(AttributeError, match='read-only'): cfg.lora_rank = 3
+    with pytest.raises(Exception, match='[Rr]ead-only'): cfg.training.lr = 3.0
+
+
+# -- unknown keys ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('overrides,expected', [
+    (['training.lerning_rate=1e-4'], "'training.lerning_rate': did you mean 'training.lr'"),
+    (['training.learning_rate=1e-4'], "did you mean 'training.lr'"),
+    (['training.max_turns=3'], "did you mean 'env.max_turns'"),
+    (['env.grid=5'], 'free-form arguments go under env.kwargs'),
+    (['specialisation=lora'], "did you mean 'specialization'"),
+    (['agent_policy_configs.agent_configs.agent_0.policy=shared_model'],
+     "did you mean 'agent_policy_configs.agent_configs.agent_0.policy_name'"),
+])
+def test_unknown_key_in_override(reg, overrides, expected):
+    msg = errors(reg, overrides)
+    assert 'unknown key' in msg and expected in msg
+
+
+def test_unknown_key_in_file(reg, tmp_path):
+    p = tmp_path/'typo.yaml'
+    p.write_text('defaults: [stateful_sudoku]\ntraining: {kl_coeff: 0.1}\n')
+    with pytest.raises(ConfigError, match="'training.kl_coeff': did you mean 'training.kl_coef'"): load_config(p, registry=reg)
+
+
+# -- the checklist: each error names the key, the bad value and what is allowed -----------------
+
+TWO_MODELS = ['base_models.policy_1={path: tiny, name: tool_model}', 'agent_policy_configs.agent_configs.agent_1.policy_name=tool_model']
+
+@pytest.mark.parametrize('overrides,key,allowed', [
+    (['specialization=lroa'], "specialization='lroa'", "['prompt', 'lora', 'full']"),
+    (['specialization=lora', 'lora_rank=0'], 'lora_rank=0', '>= 1'),
+    (['specialization=lora', 'lora_alpha=-2'], 'lora_alpha=-2', '>= 1'),
+    (['multi_agent_interaction.turn_order=[]'], 'multi_agent_interaction.turn_order=[]', "non-empty list of agent names from ['plan_agent', 'tool_call_agent']"),
+    (['multi_agent_interaction.turn_order=[plan_agent, tool_call_agent, plan_agent]'],
+     "multi_agent_interaction.turn_order=['plan_agent', 'tool_call_agent', 'plan_agent']", "each agent at most once"),
+    (['multi_agent_interaction.turn_order=[tool_call_agent, planner]'], "turn_order: 'planner'", "allowed values are ['plan_agent', 'tool_call_agent']"),
+    (['multi_agent_interaction.num_interacting_agents=3'], 'multi_agent_interaction.num_interacting_agents=3', 'allowed value is 2'),
+    (['agent_policy_configs.num_agents=1'], 'agent_policy_configs.num_agents=1', 'allowed value is 2'),
+    (['agent_policy_configs.policy_list=[plan_agent, coder]'], "agent_policy_configs.policy_list=['plan_agent', 'coder']",
+     "['plan_agent', 'tool_call_agent']"),
+    (['agent_policy_configs.agent_configs.agent_1.name=plan_agent'], "agent_configs.agent_1.name='plan_agent'", 'names not used by another agent'),
+    (['agent_policy_configs.agent_configs.agent_0.policy_name=big_model'], "agent_configs.agent_0.policy_name='big_model'",
+     "base_models names ['shared_model']"),
+    (['specialization=full'], "agent_configs.agent_1.policy_name='shared_model'", 'base_models names no other agent uses'),
+    (TWO_MODELS, "agent_configs.agent_1.policy_name='tool_model'", "allowed value is 'shared_model'"),
+    (['env.name=stateful'], "env.name='stateful'", "did you mean 'stateful_env'"),
+    (['agent_policy_configs.agent_configs.agent_0.name=other_agent', 'multi_agent_interaction.turn_order=[tool_call_agent, other_agent]'],
+     "agent_configs.agent_0.name='other_agent'", "not an agent registered for env 'stateful_env'; allowed values are ['plan_agent'"),
+    (['env.max_turns=0'], 'env.max_turns=0', '>= 1'),
+    (['agent_policy_configs.agent_configs.agent_0.train_temperature=-1'], 'agent_0.train_temperature=-1.0', '>= 0'),
+    (['agent_policy_configs.agent_configs.agent_1.val_temperature=-0.5'], 'agent_1.val_temperature=-0.5', '>= 0'),
+    (['training.sample_temperature=-1'], 'training.sample_temperature=-1.0', '>= 0'),
+    (['training.train_sample_num=0'], 'training.train_sample_num=0', '>= 1'),
+    (['training.train_batch_size=0'], 'training.train_batch_size=0', '>= 1'),
+    (['training.total_training_steps=-1'], 'training.total_training_steps=-1', '>= 0'),
+    (['training.rollout_mode=trees'], "training.rollout_mode='trees'", "['tree', 'independent']"),
+    (['multi_agent_interaction.schedule=parallel'], "multi_agent_interaction.schedule='parallel'", "['sequential', 'simultaneous']"),
+    (['resource.n_gpus_per_node=-1'], 'resource.n_gpus_per_node=-1', '>= 0'),
+    (['training.device=gpu'], "training.device='gpu'", "'cpu', 'cuda', 'cuda:N' or 'mps'"),
+    (['training.logger=[console, tensorbord]'], "training.logger='tensorbord'", "did you mean 'tensorboard'"),
+    (['training.lr=0'], 'training.lr=0.0', '> 0'),
+    (['training.clip_ratio=0'], 'training.clip_ratio=0.0', '> 0'),
+    (['training.val_seeds=[1, 1]'], 'training.val_seeds=[1, 1]', 'distinct integers'),
+    (['training.val_size=0'], 'training.val_size=0', '>= 1'),
+])
+def test_checklist_rule(reg, overrides, key, allowed):
+    msg = errors(reg, overrides)
+    assert key in msg, msg
+    assert allowed in msg, msg
+
+
+def test_lora_rank_only_checked_with_lora(reg):
+    assert load_config('stateful_plan_path', ['lora_rank=0'], registry=reg).lora_rank == 0
+
+
+def test_full_with_one_model_per_agent(reg):
+    cfg = load_config('stateful_plan_path', ['specialization=full'] + TWO_MODELS, registry=reg)
+    assert {r: p['model'] for r, p in agent_policies(cfg).items()} == {'tool_call_agent': 'tool_model', 'plan_agent': 'shared_model'}
+
+
+def test_all_problems_reported_at_once(reg):
+    with pytest.raises(ConfigError) as info:
+        load_config('stateful_plan_path', ['training.rollout_mode=trees', 'env.max_turns=0', 'env.name=nope'], registry=reg)
+    assert len(info.value.errors) == 3
+
+
+def test_missing_required(reg):
+    with pytest.raises(ConfigError, match=r"env.name='\?\?\?'"): load_config({'training': {'lr': 1e-3}}, registry=reg)
+
+
+def test_unavailable_env_says_why():
+    r = Registry(builtins={'no_such_module_for_test': (None, [('env', 'ghost_env')])}, plugin_group=None)
+    with pytest.raises(ConfigError, match="ghost_env' is unavailable"):
+        load_config('stateful_sudoku', ['env.name=ghost_env'], registry=r)
+
+
+# -- sources, round trips and helpers ----------------------------------------------------------
+
+def test_dict_dictconfig_and_config_sources(reg):
+    cfg = load_config('stateful_sudoku', registry=reg)
+    d = cfg.to_dict()
+    assert load_config(d, registry=reg) == cfg
+    assert load_config(OmegaConf.create(d), registry=reg) == cfg
+    assert load_config(cfg, registry=reg) == cfg
+    assert load_config(cfg, ['training.seed=3'], registry=reg).training.seed == 3
+
+
+def test_save_and_reload(reg, tmp_path):
+    cfg = load_config('stateful_sokoban_single', registry=reg)
+    assert load_config(cfg.save(tmp_path/'run.yaml'), registry=reg) == cfg
+
+
+def test_pickle(reg):
+    cfg = load_config('stateful_sudoku', registry=reg)
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
+
+
+def test_reprs(reg):
+    cfg = load_config('stateful_sudoku', registry=reg)
+    assert cfg._repr_markdown_().startswith('**Config** `stateful_sudoku`') and '```yaml' in cfg._repr_markdown_()
+    assert 'stateful_env/sudoku' in repr(cfg)
+
+
+def test_agent_helpers(reg):
+    cfg = load_config('stateful_plan_path', ['training.alpha=0.5', 'agent_policy_configs.agent_configs.agent_0.alpha=0.2',
+                                             'agent_policy_configs.agent_configs.agent_0.system_prompt=You plan.'], registry=reg)
+    assert agent_kwargs(cfg, 'plan_agent') == {'alpha': 0.2, 'system_prompt': 'You plan.'}
+    assert agent_kwargs(cfg, 'tool_call_agent') == {'alpha': 0.5}
+    assert agent_config(cfg, 'tool_call_agent').policy_name == 'shared_model'
+    with pytest.raises(KeyError, match='plan_agent'): agent_config(cfg, 'plan_agnet')
+
+
+def test_validation_seeds(reg):
+    cfg = load_config('stateful_sudoku', registry=reg)
+    seeds = validation_seeds(cfg)
+    assert len(seeds) == cfg.training.val_size and len(set(seeds)) == len(seeds)
+    assert validation_seeds(load_config(cfg, ['training.val_seeds=[5, 2]'], registry=reg)) == [5, 2]
+
+
+REFERENCE_L2 = '''
+defaults:
+  - ../ppo_trainer@models.model_0.ppo_trainer_config: eval
+  - _self_
+lora_rank: 16
+lora_alpha: 32
+specialization: "lora" # prompt, lora, full
+resource: {nnodes: 1, n_gpus_per_node: 8, trust_remote_code: true}
+env: {name: stateful_env, dataset: "polaris", benchmark: "plan_path", max_turns: 5, resolve: false, multi_modal: false, batched_init: true}
+base_models:
+  policy_0: {path: "your base model path", name: "shared_model"}
+agent_policy_configs:
+  num_agents: 2
+  policy_list: ["plan_agent", "tool_call_agent"]
+  agent_configs:
+    agent_0: {name: "plan_agent", policy_name: "shared_model", enable_thinking: false, train_temperature: 1.0, val_temperature: 0}
+    agent_1: {name: "tool_call_agent", policy_name: "shared_model", enable_thinking: false, train_temperature: 1.0, val_temperature: 0}
+multi_agent_interaction:
+  turn_order: ["tool_call_agent", "plan_agent"]
+  num_interacting_agents: 2
+training:
+  device: cuda
+  total_training_steps: 200
+  project_name: pettingllms
+  experiment_name: stateful_L2_lora
+  logger: [ 'console', 'wandb' ]
+  model_checkpoints_dir: checkpoints
+  ray_wait_register_center_timeout: 300
+  train_batch_size: 32
+  train_sample_num: 8
+  validate_sample_num: 1
+  sample_temperature: 1
+  val_freq: 10
+  resample_freq: 3
+  max_prompt_length: 4096
+  max_response_length: 2048
+  lora_rank: ${lora_rank}
+  lora_alpha: ${lora_alpha}
+models:
+  model_0:
+    path: ${base_models.policy_0.path}
+    name: ${base_models.policy_0.name}
+'''
+
+
+def test_reference_config_ports(reg, tmp_path):
+    p = tmp_path/'stateful_L2_lora.yaml'
+    p.write_text(REFERENCE_L2)
+    cfg = load_config(p, registry=reg)
+    assert (cfg.specialization, cfg.training.lora_rank, cfg.training.lora_alpha) == ('lora', 16, 32)
+    assert 'models' not in cfg and agent_roles(cfg) == ['tool_call_agent', 'plan_agent']
+
+
+def test_circular_defaults(tmp_path, reg):
+    (tmp_path/'a.yaml').write_text('defaults: [b]\n')
+    (tmp_path/'b.yaml').write_text('defaults: [a]\n')
+    with pytest.raises(ConfigError, match='circular'): load_config(tmp_path/'a.yaml', registry=reg)
