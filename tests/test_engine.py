@@ -1,0 +1,135 @@
+"Rollout engine: tree sampling groups, selected-branch continuation, garbage, determinism, traces."
+import math
+import pytest
+from pettingllms_nb.engine.rollout import rollout, arollout
+from pettingllms_nb.engine.policies import ScriptedPolicy, ReplayPolicy, Request, Completion, Policy
+from pettingllms_nb.engine.trace import Trace
+from pettingllms_nb.engine.check_env import check_env
+import toyworld
+
+toyworld.register()
+ROLES = ['scout', 'runner']
+
+
+def guess(req, rng): return f"#### [{rng.randint(0, 9)}]"
+
+
+def tree(n=4, seeds=range(6), **kw):
+    return rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, mode='tree', n=n, seeds=seeds, **kw)
+
+
+def test_tree_groups_have_n_members_sharing_one_parent():
+    t = tree(n=5)
+    groups = t.groups()
+    assert groups
+    for gid, steps in groups.items():
+        assert len(steps) == 5, gid
+        assert len({s.parent_id for s in steps}) == 1
+        assert sum(s.selected for s in steps) == 1
+        assert len({(s.problem_uid, s.turn_idx, s.agent) for s in steps}) == 1
+
+
+def test_later_prompts_come_from_the_selected_branch():
+    t = tree(n=4, seeds=range(10))
+    checked = 0
+    for steps in t.groups().values():
+        kept = next(s for s in steps if s.selected)
+        children = [s for s in t if s.parent_id == kept.id]
+        for c in children:
+            # the child was prompted with the state the kept branch produced, and nothing else
+            assert t.state_before(c) == kept.state_after
+            if c.agent == 'runner':
+                assert f"hint {kept.state_after['hint']}" in c.prompt['text']
+            checked += 1
+        for other in steps:
+            if not other.selected:
+                assert not [s for s in t if s.parent_id == other.id]  # discarded branches have no children
+    assert checked > 10
+
+
+def test_branch_rewards_differ_when_actions_differ():
+    t = tree(n=6, seeds=range(8))
+    differing = 0
+    for steps in t.groups().values():
+        if steps[0].agent != 'scout': continue
+        right = {s.action == s.state_after['target'] - s.state_after['count'] for s in steps}
+        if right == {True, False}:
+            assert len({s.reward for s in steps}) > 1
+            differing += 1
+        for s in steps:   # each branch's state holds its own action
+            assert s.state_after['hint'] == s.action
+    assert differing > 0
+
+
+def test_no_group_mixes_problems_turns_or_agents():
+    for mode, n in (('tree', 3), ('independent', 3)):
+        t = rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, mode=mode, n=n, seeds=range(12), max_turns=3)
+        for gid, steps in t.groups().items():
+            assert len({s.problem_uid for s in steps}) == 1, gid
+            assert len({s.turn_idx for s in steps}) == 1, gid
+            assert len({s.agent for s in steps}) == 1, gid
+        assert len({s.problem_uid for s in t}) == 12
+
+
+def test_independent_rollouts_are_separate_episodes():
+    t = rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, n=4, seeds=range(3))
+    assert len(t.episodes) == 12
+    assert sorted({(e.problem_uid, e.rollout_idx) for e in t.episodes}).__len__() == 12
+    assert all(s.selected for s in t)
+
+
+@pytest.mark.parametrize('junk', ['', None, '<script>alert(1)</script>', '#### [[[[', 'x' * 100000, '\x00\xff', 42])
+def test_garbage_never_raises(junk):
+    t = rollout('toy_relay', lambda req: junk, mode='tree', n=2, seeds=[0, 1], max_turns=2)
+    assert all(s.format_error for s in t)
+    assert all(math.isfinite(s.reward) for s in t)
+    assert t.success_rate() == 0.0
+
+
+def test_success_stops_early_and_is_recorded():
+    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=range(10), max_turns=3)
+    assert t.success_rate() == 1.0
+    assert all(e.turns == 1 and e.done for e in t.episodes)
+    assert len(t) == 20
+
+
+def test_rollouts_are_deterministic():
+    a, b = tree(seeds=range(5)), tree(seeds=range(5))
+    assert [(s.id, s.completion, s.reward, s.selected) for s in a] == [(s.id, s.completion, s.reward, s.selected) for s in b]
+
+
+def test_replay_reproduces_a_trace(tmp_path):
+    t = tree(n=3, seeds=range(4))
+    path = t.save(tmp_path / 'trace.jsonl')
+    r = rollout('toy_relay', ReplayPolicy(path), mode='tree', n=3, seeds=range(4))
+    assert [(s.id, s.completion, s.reward, s.selected) for s in r] == [(s.id, s.completion, s.reward, s.selected) for s in t]
+
+
+def test_one_batch_per_agent_turn():
+    calls = []
+
+    class Counting(Policy):
+        def generate(self, requests):
+            calls.append((requests[0].role, len(requests), requests[0].n))
+            return [[Completion('#### [1]')] * r.n for r in requests]
+
+    rollout('toy_relay', Counting(), mode='tree', n=4, seeds=range(5), max_turns=1)
+    assert calls == [('scout', 5, 4), ('runner', 5, 4)]
+
+
+def test_simultaneous_schedule_builds_prompts_at_turn_start():
+    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=[0], max_turns=1, schedule='simultaneous')
+    runner = t.filter(agent='runner')[0]
+    assert 'hint None' in runner.prompt['text']
+
+
+def test_wrong_policy_output_is_an_error():
+    class Short(Policy):
+        def generate(self, requests): return [[Completion('x')] for r in requests]
+    with pytest.raises(RuntimeError, match='wrong number of completions'):
+        rollout('toy_relay', Short(), mode='tree', n=3, seeds=[0])
+
+
+def test_toy_env_passes_check_env():
+    rep = check_env('toy_relay', probe_response='#### [1]')
+    assert rep.ok, rep
