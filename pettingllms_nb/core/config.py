@@ -6,11 +6,12 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/config.html.md"""
 
 # %% auto #0
 __all__ = ['log', 'SYNONYMS', 'REFERENCE_ONLY', 'PRESETS_DIR', 'SPECIALIZATIONS', 'SCHEDULES', 'ROLLOUT_MODES', 'BRANCH_SELECTS',
-           'LOGGERS', 'ENV_ARGS', 'VAL_SEED_BASE', 'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig',
-           'AgentPolicyConfigs', 'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys',
-           'unknown_keys', 'list_presets', 'preset_path', 'read_yaml', 'parse_overrides', 'merge_config',
-           'check_values', 'check_agents', 'check_models', 'check_registry', 'check_config', 'Config', 'load_config',
-           'agent_roles', 'agent_config', 'env_kwargs', 'agent_kwargs', 'agent_policies', 'validation_seeds']
+           'ALGORITHMS', 'LR_SCHEDULES', 'LOGGERS', 'ENV_ARGS', 'VAL_SEED_BASE', 'ResourceConfig', 'EnvConfig',
+           'BaseModelConfig', 'AgentConfig', 'AgentPolicyConfigs', 'MultiAgentInteraction', 'TrainingConfig',
+           'RunConfig', 'ConfigError', 'schema_keys', 'unknown_keys', 'list_presets', 'preset_path', 'read_yaml',
+           'parse_overrides', 'merge_config', 'check_values', 'check_agents', 'check_models', 'check_registry',
+           'check_config', 'Config', 'load_config', 'agent_roles', 'agent_config', 'env_kwargs', 'agent_kwargs',
+           'agent_policies', 'validation_seeds']
 
 # %% ../../nbs/06_config.ipynb #1319fde6
 import difflib, functools, logging, re
@@ -104,7 +105,7 @@ class TrainingConfig:
     max_prompt_length: int = 4096
     max_response_length: int = 2048
     rollout_mode: str = 'tree'               # `tree` (branch per agent, keep one branch) or `independent`
-    branch_select: str = 'best'              # tree sampling keeps the `best` branch or `sample`s one
+    branch_select: str = 'best'              # tree sampling keeps the `best` branch or a `random` one
     alpha: Optional[float] = None            # team-reward weight for every role (None: each role's own)
     lr: float = 1e-6
     clip_ratio: float = 0.2                  # PPO clip
@@ -113,6 +114,14 @@ class TrainingConfig:
     max_grad_norm: float = 1.0               # 0: no clipping
     normalize_std: bool = True               # divide advantages by the group std
     drop_zero_variance: bool = False         # drop groups whose rewards are all equal
+    algorithm: str = 'at_grpo'               # `at_grpo` (problem × turn × agent groups) or `grpo` (problem groups)
+    full_finetune: bool = False              # train all weights instead of LoRA adapters
+    lr_schedule: str = 'cosine'              # `cosine` (to 0 over total_training_steps) or `constant`
+    lr_warmup_steps: int = 0
+    micro_batch_size: int = 64               # sequences per forward/backward pass
+    warmstart_steps: int = 0                 # supervised steps on oracle demonstrations before RL (tiny models)
+    warmstart_lr: float = 1e-3
+    warmstart_p_oracle: float = 1.0          # fraction of demonstrations that are the oracle's (the rest random)
     lora_rank: int = II('lora_rank')
     lora_alpha: int = II('lora_alpha')
 
@@ -297,7 +306,9 @@ def merge_config(*sources) -> DictConfig:
 SPECIALIZATIONS = ('prompt', 'lora', 'full')
 SCHEDULES = ('sequential', 'simultaneous')
 ROLLOUT_MODES = ('tree', 'independent')
-BRANCH_SELECTS = ('best', 'sample')
+BRANCH_SELECTS = ('best', 'random')
+ALGORITHMS = ('at_grpo', 'grpo')
+LR_SCHEDULES = ('cosine', 'constant')
 LOGGERS = ('console', 'jsonl', 'tensorboard', 'wandb')
 
 def check_values(cfg) -> list:
@@ -311,6 +322,10 @@ def check_values(cfg) -> list:
     if cfg.env.size is not None: e += _at_least('env.size', cfg.env.size, 1)
     e += _one_of('multi_agent_interaction.schedule', cfg.multi_agent_interaction.schedule, SCHEDULES)
     e += _one_of('training.rollout_mode', t.rollout_mode, ROLLOUT_MODES) + _one_of('training.branch_select', t.branch_select, BRANCH_SELECTS)
+    e += _one_of('training.algorithm', t.algorithm, ALGORITHMS) + _one_of('training.lr_schedule', t.lr_schedule, LR_SCHEDULES)
+    e += _at_least('training.micro_batch_size', t.micro_batch_size, 1) + _at_least('training.warmstart_lr', t.warmstart_lr, 0, strict=True)
+    e += _at_least('training.lr_warmup_steps', t.lr_warmup_steps, 0) + _at_least('training.warmstart_steps', t.warmstart_steps, 0)
+    if not 0 <= t.warmstart_p_oracle <= 1: e.append(f"training.warmstart_p_oracle={t.warmstart_p_oracle!r}: allowed values are in [0, 1]")
     if not re.fullmatch(r'cpu|mps|cuda(:\d+)?', t.device): e.append(f"training.device={t.device!r}: allowed values are 'cpu', 'cuda', 'cuda:N' or 'mps'")
     for lg in t.logger: e += _one_of('training.logger', lg, LOGGERS)
     for k in ('train_batch_size', 'train_sample_num', 'validate_sample_num', 'val_size', 'max_prompt_length', 'max_response_length'):

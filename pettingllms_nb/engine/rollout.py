@@ -107,7 +107,8 @@ def _record(slot, role, turn, i, comp, agent, env, parent_id, group_id, selected
                 completion=comp.text, action=agent.current_action, format_error=agent.format_error,
                 reward=float(agent.agent_reward), reward_terms=dict(agent.reward_terms), state_after=env.state.to_dict(),
                 selected=selected, rollout_idx=slot.rollout_idx, sample_idx=i, group_id=group_id, done=env.done,
-                success=env.success, token_ids=comp.token_ids, logprobs=comp.logprobs)
+                success=env.success, token_ids=comp.token_ids, logprobs=comp.logprobs,
+                meta={**comp.meta, 'agent_success': bool(agent.success)})
 
 # %% ../../nbs/12_rollout.ipynb #1dc92552
 def _pick(rewards:list[float], select, rng:random.Random) -> int:
