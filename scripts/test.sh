@@ -3,7 +3,7 @@
 # Creates .venv on first use. SMOKE=1 skips cells and tests marked slow; the default runs the full set.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/venv.sh "${EXTRAS:-dev,train}"
+source scripts/venv.sh "${EXTRAS:-dev,train,openai}"
 flags=""
 [ "${SMOKE:-0}" = "1" ] || flags="slow"
 echo "[test] notebooks: nbs/" >&2

@@ -80,6 +80,7 @@ BUILTINS = {
     'pettingllms_nb.envs.stateful': (None, [('env', 'stateful_env'), ('agent', 'plan_agent'), ('agent', 'tool_call_agent'),
                                             ('agent', 'stateful_single_agent')]),
     'pettingllms_nb.models.hf': ('train', [('policy', 'hf')]),
+    'pettingllms_nb.models.openai': ('openai', [('policy', 'openai')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 

@@ -18,11 +18,17 @@ __all__ = ['PLAIN_SAMPLING', 'check_sampling', 'Request', 'Completion', 'Policy'
 
 # %% ../../nbs/10_policies.ipynb #0c8f2f66
 PLAIN_SAMPLING = ('temperature', 'max_tokens', 'stop', 'seed')
-_TRUNCATING = ('top_k', 'top_p', 'min_p', 'repetition_penalty', 'presence_penalty', 'frequency_penalty')
+# knobs that truncate or reshape the distribution, with the values that leave it plain
+_NEUTRAL = {'top_k': (None, 0, -1), 'top_p': (None, 1.0), 'min_p': (None, 0.0), 'repetition_penalty': (None, 1.0),
+            'presence_penalty': (None, 0.0), 'frequency_penalty': (None, 0.0)}
+_TRUNCATING = tuple(_NEUTRAL)
+
+def _neutral(k, v) -> bool:
+    return v is None if v is None else not isinstance(v, bool) and any(v == n and n is not None for n in _NEUTRAL[k])
 
 def check_sampling(sampling:dict) -> dict:
     "Validate sampling parameters: plain sampling only, since GRPO's maths assumes it."
-    bad = [k for k in sampling if k in _TRUNCATING and sampling[k] not in (None, 1.0, 0.0, -1)]
+    bad = [k for k in sampling if k in _NEUTRAL and not _neutral(k, sampling[k])]
     if bad: raise ValueError(f"sampling {', '.join(f'{k}={sampling[k]!r}' for k in bad)}: training assumes plain sampling "
                              f"(the log-probs would not match the distribution sampled); allowed keys: {PLAIN_SAMPLING}")
     unknown = [k for k in sampling if k not in PLAIN_SAMPLING + _TRUNCATING]
