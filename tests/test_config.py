@@ -12,7 +12,8 @@ from pettingllms_nb.core.env import Env
 from pettingllms_nb.core.registry import Registry, registry as global_registry
 
 PRESETS = ['stateful_plan_path', 'stateful_plan_path_lora', 'stateful_plan_path_single', 'stateful_sokoban',
-           'stateful_sokoban_single', 'stateful_sudoku', 'stateful_sudoku_single']
+           'stateful_sokoban_single', 'stateful_sudoku', 'stateful_sudoku_single',
+           'tiny_plan_path', 'tiny_plan_path_lora', 'tiny_plan_path_single']
 
 
 class StandInEnv(Env):

@@ -12,18 +12,21 @@ from pettingllms_nb.envs.games.sudoku import (generate_sudoku, count_solutions, 
 from pettingllms_nb.envs.games.sokoban import generate_sokoban, solve_sokoban, SokobanState
 from pettingllms_nb.envs.stateful import (StatefulEnv, StatefulState, ToolCallAgent, PlanAgent, StatefulSingleAgent, GAMES,
                                           TOOL_MARKER, oracle_response, random_response, oracle_policy, random_policy,
-                                          try_action, verdict_ok)
+                                          try_action, verdict_ok, demonstration, sft_pairs, compact_action, compact_program,
+                                          game_from_prompt, respond, PROMPT_STYLES)
 
 AGENTS = {'tool_call_agent': ToolCallAgent, 'plan_agent': PlanAgent, 'stateful_single_agent': StatefulSingleAgent}
 PAIR, SINGLE = ('tool_call_agent', 'plan_agent'), ('stateful_single_agent',)
 
 
 class EchoWorker:
-    "A fake execution worker: executes nothing, echoes the literal of the programs `tool_program` writes."
+    "A fake execution worker: executes nothing, echoes the literal of the programs `respond` writes (full or compact)."
     async def run(self, code, stdin="", expected=None, time_limit=None, memory_limit=None):
         m = re.fullmatch(r"actions = (.*)\nprint\('\*\*Actions List\*\*:', actions\)", code.strip())
-        if not m: return SimpleNamespace(verdict='RE', stdout='', stderr='Traceback (most recent call last): ...')
-        return SimpleNamespace(verdict='OK', stdout=f"{TOOL_MARKER} {m.group(1)}\n", stderr='')
+        if m: return SimpleNamespace(verdict='OK', stdout=f"{TOOL_MARKER} {m.group(1)}\n", stderr='')
+        m = re.fullmatch(r'print\("([\w ,]*)"\)', code.strip())
+        if m: return SimpleNamespace(verdict='OK', stdout=f"{m.group(1)}\n", stderr='')
+        return SimpleNamespace(verdict='RE', stdout='', stderr='Traceback (most recent call last): ...')
 
 WORKER = EchoWorker()
 
@@ -339,7 +342,7 @@ def test_oracle_through_the_real_sandbox():
 
 def test_presets_build_and_solve():
     from pettingllms_nb.core.config import list_presets, load_config, env_kwargs, agent_roles
-    names = [n for n in list_presets() if n.startswith('stateful_')]
+    names = [n for n in list_presets() if n.startswith(('stateful_', 'tiny_'))]
     assert names
     for name in names:
         cfg = load_config(name)
@@ -350,3 +353,293 @@ def test_presets_build_and_solve():
         for role in order:
             if not env.done: act(agents[role], env, oracle_response(role, env))
         assert env.success, name
+
+
+# ---------------------------------------------------------------- the compact prompt style (tiny models)
+def compact_env(benchmark='plan_path', seed=0, **params):
+    env = StatefulEnv(benchmark, prompt_style='compact', **params)
+    env.reset(seed)
+    return env
+
+
+def test_compact_prompts_are_short_fixed_layouts():
+    for seed in range(50):
+        env = compact_env(size=4, seed=seed)
+        board = env.state.game.compact()
+        assert board == env.state.game.render() and len(board) == 4 * 5 - 1
+        prompts = {r: AGENTS[r]().update_from_env(env, 0) for r in AGENTS}
+        assert prompts['tool_call_agent']['text'] == f"T\n{board}\n"
+        assert prompts['plan_agent']['text'] == f"P\n{board}\nt:-\n"
+        assert prompts['stateful_single_agent']['text'] == f"S\n{board}\n"
+        assert all(p['system'] == '' and p['image'] is None and len(p['text']) < 120 for p in prompts.values())
+        act(ToolCallAgent(), env, demonstration('tool_call_agent', env))
+        plan = PlanAgent().update_from_env(env, 0)['text']
+        assert plan == f"P\n{board}\nt:{''.join(solve_plan_path(env.state.game))}\n" and len(plan) < 120
+    sd = compact_env('sudoku')
+    assert ToolCallAgent().update_from_env(sd, 0)['text'] == "T\n" + '\n'.join(''.join(str(v) if v else '.' for v in row) for row in sd.state.game.grid) + "\n"
+    sk = compact_env('sokoban')
+    assert StatefulSingleAgent().update_from_env(sk, 0)['text'] == f"S\n{sk.state.game.render()}\n"
+    with pytest.raises(ValueError, match=r"prompt_style='short'; allowed: \['full', 'compact'\]"):
+        StatefulEnv(prompt_style='short')
+    assert StatefulEnv().prompt_style == 'full' and compact_env().clone().prompt_style == 'compact'
+    full = StatefulEnv(); full.reset(3)
+    assert compact_env(seed=3).problem_uid == full.problem_uid   # the style is how the problem is shown, not the problem
+
+
+def test_compact_prompts_show_the_current_state():
+    for seed in range(50):
+        env = compact_env(size=4, seed=seed)
+        g = env.state.game
+        path = solve_plan_path(g)
+        if len(path) < 2: continue
+        act(PlanAgent(), env, ''.join(path[:1 + seed % (len(path) - 1)]))
+        env.end_turn()
+        assert g.pos != g.start and not env.done
+        for role in AGENTS:
+            text = AGENTS[role]().update_from_env(env, env.turn)['text']
+            rows = text.split('\n')[1:5]
+            assert rows[g.pos[0]][g.pos[1]] == '@' and rows[g.start[0]][g.start[1]] == '.', (seed, role)
+            assert rows == g.compact().splitlines()
+    # Sokoban: the player and the boxes where they are now; Sudoku: the entries made so far
+    env = compact_env('sokoban')
+    act(PlanAgent(), env, ''.join(solve_sokoban(env.state.game)[:2]))
+    assert StatefulSingleAgent().update_from_env(env, 1)['text'] == f"S\n{env.state.game.render()}\n"
+    env = compact_env('sudoku')
+    first = solve_sudoku(env.state.game)[:2]
+    act(PlanAgent(), env, ' '.join(f"{r}{c}{v}" for r, c, v in first))
+    text = StatefulSingleAgent().update_from_env(env, 1)['text']
+    assert all(text.split('\n')[1 + r][c] == str(v) for r, c, v in first)
+
+
+def test_compact_prompts_never_contain_the_solution():
+    rng = random.Random(0)
+    for size, seeds in ((4, 50), (9, 5)):
+        for seed in range(seeds):
+            env = compact_env('sudoku', seed=seed, size=size)
+            g = env.state.game
+            solution = '\n'.join(''.join(map(str, row)) for row in g.solution)
+            prompts = [AGENTS[r]().update_from_env(env, 0)['text'] for r in AGENTS]
+            act(ToolCallAgent(), env, random_response('tool_call_agent', env, rng))
+            prompts.append(PlanAgent().update_from_env(env, 0)['text'])
+            for p in prompts:
+                board = p.split('\nt:')[0].split('\n', 1)[1].rstrip('\n')
+                assert board == g.compact() and solution not in p
+                assert all(line != ''.join(map(str, g.solution[r])) for r, line in enumerate(board.splitlines()) if 0 in g.grid[r])
+
+
+def test_compact_answers_parse():
+    env = compact_env(size=4, seed=1)
+    moves = solve_plan_path(env.state.game)
+    for role in ('plan_agent', 'stateful_single_agent'):
+        a = AGENTS[role](); a.update_from_env(env, 0)
+        for ans in (''.join(moves), f"#### {''.join(moves)}", f"#### {json.dumps(moves)}", f"Thinking.\n#### {json.dumps(moves)}",
+                    ''.join(moves).lower(), ''.join(moves) + "\ntrailing text"):
+            assert a.update_from_model(ans) == moves and a.format_error is None, (role, ans)
+    # Sudoku: rcv triples (spaces or commas), or the full forms
+    env = compact_env('sudoku', seed=2)
+    want = solve_sudoku(env.state.game)
+    triples = ' '.join(f"{r}{c}{v}" for r, c, v in want)
+    assert compact_action(want) == triples
+    a = PlanAgent(); a.update_from_env(env, 0)
+    for ans in (triples, triples.replace(' ', ','), triples.replace(' ', ', '), f"#### {triples}", f"#### {json.dumps(want)}",
+                f"#### {json.dumps(env.state.game.solution)}"):
+        assert a.update_from_model(ans) in (want, env.state.game.solution) and a.format_error is None, ans
+    # the tool agent: a bare one-line program or a fenced one; its output read as a bare action or the marker form
+    t = ToolCallAgent(); t.update_from_env(compact_env(size=4, seed=1), 0)
+    assert t.update_from_model('print("RD")') == 'print("RD")'
+    assert t.update_from_model('```python\nprint("RD")\n```') == 'print("RD")'
+    assert t.update_from_model('  print("RD")\n') == 'print("RD")'
+    for stdout, action in (("RD\n", ['R', 'D']), (f"{TOOL_MARKER} RD\n", ['R', 'D']), (f'{TOOL_MARKER} ["R", "D"]\n', ['R', 'D'])):
+        class Prints:
+            async def run(self, code, **kw): return SimpleNamespace(verdict='OK', stdout=stdout, stderr='')
+        env = compact_env(size=4, seed=1)
+        act(ToolCallAgent(), env, 'print("RD")', worker=Prints())
+        assert env.state.tool_action == action and env.state.tool_eval and env.state.game.steps == 0, stdout
+    for stdout, action in (("023 114\n", [[0, 2, 3], [1, 1, 4]]), (f"{TOOL_MARKER} [[0, 2, 3]]", [[0, 2, 3]])):
+        class Prints:
+            async def run(self, code, **kw): return SimpleNamespace(verdict='OK', stdout=stdout, stderr='')
+        env = compact_env('sudoku', seed=0)
+        act(ToolCallAgent(), env, 'print("023 114")', worker=Prints())
+        assert env.state.tool_action == action, stdout
+
+
+COMPACT_GARBAGE = GARBAGE + ["RRX", "R R Z", "print(", "print('R'", "023 11", "0233", "093", "020", "999 999", "  ",
+                             "up, sideways", "\n\n", "```\n```", "lorem ipsum " * 2000]
+
+
+@pytest.mark.parametrize("benchmark", list(GAMES))
+def test_compact_garbage_is_a_format_error(benchmark):
+    start = compact_env(benchmark).state.game
+    for role, cls in AGENTS.items():
+        for junk in COMPACT_GARBAGE:
+            env = compact_env(benchmark)
+            a = cls()
+            r = act(a, env, junk)
+            assert a.format_error is not None, (role, junk)
+            assert a.current_action is None and math.isfinite(r) and r < 0
+            assert not env.success and env.state.game == start, (role, junk)
+
+
+def test_compact_program_checks_without_running():
+    for ok in ('print("RD")', 'x = "RD"; print(x)', '```python\nimport os\nprint(os.getcwd())\n```'):
+        assert compact_program(ok)
+    # the plan agent's answer, prose, a comment, no call (so nothing printed), broken or oversized code, non-text
+    for junk in ("", "RRD", "023 114", "I refuse.", "#### RRD", "# just a comment", "x = 1", "up, sideways", "print(",
+                 "x" * 30_000, None, b"print(1)", "\x00"):
+        with pytest.raises(Exception) as info: compact_program(junk)
+        assert type(info.value).__name__ == 'FormatError', junk
+
+
+@pytest.mark.parametrize("benchmark", list(GAMES))
+@pytest.mark.parametrize("order", [PAIR, SINGLE])
+def test_compact_oracle_solves_every_seed(benchmark, order):
+    params = {'size': 4} if benchmark == 'plan_path' else {}
+    for seed in range(100):
+        env = StatefulEnv(benchmark, prompt_style='compact', **params)
+        env.reset(seed)
+        agents = {r: AGENTS[r]() for r in order}
+        for role in order:
+            act(agents[role], env, demonstration(role, env))
+        assert env.success and env.done and env.turn == 0, (benchmark, seed)
+        assert all(a.format_error is None for a in agents.values())
+        if order == PAIR:
+            assert agents['tool_call_agent'].success and env.state.tool_verdict == 'OK'
+            assert agents['plan_agent'].current_prompt['text'].endswith(f"t:{compact_action(env.state.tool_action)}\n")
+
+
+def test_compact_random_replies_are_well_formed():
+    rng = random.Random(0)
+    for benchmark in GAMES:
+        for seed in range(10):
+            for order in (PAIR, SINGLE):
+                env = StatefulEnv(benchmark, prompt_style='compact'); env.reset(seed)
+                agents = {r: AGENTS[r]() for r in order}
+                while not env.done:
+                    for role in order:
+                        if env.done: break
+                        reply = random_response(role, env, rng)
+                        assert '\n' not in reply and '#' not in reply
+                        r = act(agents[role], env, reply)
+                        assert agents[role].format_error is None and math.isfinite(r)
+                    if not env.done: env.end_turn()
+
+
+def test_demonstration_mixes_oracle_and_random():
+    env = compact_env(size=4, seed=5)
+    oracle = ''.join(solve_plan_path(env.state.game))
+    assert demonstration('plan_agent', env) == oracle and demonstration('tool_call_agent', env) == f'print("{oracle}")'
+    rng = random.Random(0)
+    hits = sum(demonstration('stateful_single_agent', env, rng, p_oracle=0.7) == oracle for _ in range(400))
+    assert 0.6 < hits / 400 < 0.9
+    assert demonstration('plan_agent', env, random.Random(1), 0.0) == random_response('plan_agent', env, random.Random(1))
+    with pytest.raises(ValueError, match="needs an rng"): demonstration('plan_agent', env, p_oracle=0.5)
+    with pytest.raises(ValueError, match="p_oracle=1.5"): demonstration('plan_agent', env, random.Random(0), 1.5)
+    # the full style is unchanged
+    full = StatefulEnv('plan_path'); full.reset(5)
+    assert demonstration('plan_agent', full).endswith(f"#### {json.dumps(solve_plan_path(full.state.game))}")
+    assert oracle_response('tool_call_agent', full).startswith("I search") and "```python" in oracle_response('tool_call_agent', full)
+
+
+def _replay_pairs(env_kwargs, roles, seed):
+    "The (prompt, target) pairs of one oracle episode, driven by hand through the agents and the echo worker."
+    env = StatefulEnv(**env_kwargs); env.reset(seed)
+    agents, out = {r: AGENTS[r]() for r in roles}, []
+    while not env.done:
+        for role in roles:
+            if env.done: break
+            a = agents[role]
+            prompt = a.update_from_env(env, env.turn)
+            target = oracle_response(role, env)
+            a.update_from_model(target)
+            solve = GAMES[env.benchmark].solve(env.state.game)
+            if role == 'tool_call_agent': assert a.current_action == respond(role, solve, style=env.prompt_style) or env.prompt_style == 'full'
+            else: assert a.current_action == solve, (role, target)     # the target parses to the oracle action
+            out.append((prompt, target))
+            run_sync(a.step(env, WORKER)); env.refresh()
+        if not env.done: env.end_turn()
+    return out
+
+
+@pytest.mark.parametrize("benchmark", list(GAMES))
+def test_sft_pairs_are_what_the_agents_see(benchmark):
+    kw = dict(benchmark=benchmark, prompt_style='compact', max_turns=3)
+    for roles in (list(PAIR), list(SINGLE)):
+        pairs = sft_pairs(kw, roles, seeds=range(20))
+        assert pairs == [p for seed in range(20) for p in _replay_pairs(kw, roles, seed)]
+        assert len(pairs) == 20 * len(roles)
+        assert all(isinstance(p, dict) and p['system'] == '' and isinstance(t, str) and t for p, t in pairs)
+    # the plan agent's `t:` shows the tool agent's proposal, which is the oracle's
+    pairs = sft_pairs(kw, list(PAIR), seeds=range(5))
+    for (tool_prompt, tool_target), (plan_prompt, plan_target) in zip(pairs[::2], pairs[1::2]):
+        assert tool_target == f'print("{plan_target}")' and plan_prompt['text'].endswith(f"t:{plan_target}\n")
+        assert tool_prompt['text'][2:] == plan_prompt['text'][2:].rsplit('t:', 1)[0]
+
+
+def test_sft_pairs_with_random_targets():
+    kw = dict(benchmark='plan_path', size=4, prompt_style='compact', max_turns=3)
+    a = sft_pairs(kw, list(PAIR), seeds=range(30), p_oracle=0.5, rng=random.Random(7))
+    assert a == sft_pairs(kw, list(PAIR), seeds=range(30), p_oracle=0.5, rng=random.Random(7))     # deterministic
+    assert len(a) > 60 and len({p['text'] for p, _ in a}) > 40      # unsolved games go on: later turns are demonstrated
+    assert any(p['text'].startswith('T') and '@' in p['text'] for p, _ in a)
+    assert len(sft_pairs(kw, list(PAIR), seeds=range(30), p_oracle=0.5, turns=1)) == 60
+    assert sft_pairs(dict(benchmark='sudoku'), list(SINGLE), seeds=[0])[0][1].endswith(']]')     # the full style works too
+    with pytest.raises(ValueError, match=r"unknown role\(s\) \['critic'\]"): sft_pairs(kw, ['critic'], seeds=[0])
+
+
+def test_sft_pairs_match_the_real_sandbox():
+    worker = _sandbox()
+    for kw in (dict(benchmark='plan_path', size=4, prompt_style='compact'), dict(benchmark='sokoban', prompt_style='compact'),
+               dict(benchmark='sudoku', prompt_style='compact'), dict(benchmark='plan_path')):
+        assert sft_pairs(kw, list(PAIR), seeds=range(2), worker=worker) == sft_pairs(kw, list(PAIR), seeds=range(2)), kw
+
+
+def test_compact_through_the_real_sandbox():
+    _sandbox()
+    for bench in GAMES:
+        env = compact_env(bench, seed=1)
+        t = ToolCallAgent()
+        act(t, env, demonstration('tool_call_agent', env), worker=None)
+        assert env.state.tool_verdict == 'OK' and t.success and env.state.game.steps == 0, bench
+    env = compact_env()
+    act(ToolCallAgent(), env, 'print("RD"); raise SystemExit(1)', worker=None)
+    assert env.state.tool_verdict == 'RE' and env.state.tool_action is None
+    act(ToolCallAgent(), env, 'print(undefined_name)', worker=None)          # runs, fails, no action; not a format error
+    assert env.state.tool_verdict == 'RE' and env.state.tool_action is None
+
+
+def test_scripted_policies_in_compact_style():
+    from pettingllms_nb.engine.rollout import rollout
+    for bench in GAMES:
+        for order in (list(PAIR), list(SINGLE)):
+            tr = rollout('stateful_env', oracle_policy, seeds=range(4), worker=WORKER, benchmark=bench, prompt_style='compact',
+                         turn_order=order)
+            assert [e.success for e in tr.episodes] == [True] * 4, (bench, order)
+        tr = rollout('stateful_env', random_policy, mode='tree', n=2, seeds=[0], worker=WORKER, benchmark=bench,
+                     prompt_style='compact', max_turns=2)
+        assert all(math.isfinite(s.reward) for s in tr)
+    env = compact_env('sokoban', seed=4)
+    g = game_from_prompt(PlanAgent().update_from_env(env, 0)['text'])
+    assert g.render() == env.state.game.render() and solve_sokoban(g) == solve_sokoban(env.state.game)
+    with pytest.raises(ValueError, match="no compact tag line"): game_from_prompt("hello\nworld")
+
+
+@pytest.mark.parametrize("benchmark", list(GAMES))
+def test_check_env_passes_in_compact_style(benchmark):
+    from pettingllms_nb.engine.check_env import check_env
+    for policy in (None, oracle_policy):
+        check_env('stateful_env', benchmark=benchmark, worker=WORKER, policy=policy, prompt_style='compact')
+    check_env('stateful_env', benchmark=benchmark, worker=WORKER, turn_order=list(SINGLE), policy=oracle_policy, prompt_style='compact')
+
+
+def test_tiny_presets_fit_their_lengths():
+    from pettingllms_nb.core.config import load_config, env_kwargs, agent_roles
+    for name in ('tiny_plan_path', 'tiny_plan_path_single', 'tiny_plan_path_lora'):
+        cfg = load_config(name)
+        kw = env_kwargs(cfg)
+        assert kw['prompt_style'] == 'compact' and kw['benchmark'] == 'plan_path' and kw['max_turns'] in (3, 4)
+        pairs = sft_pairs(kw, agent_roles(cfg), seeds=range(300))
+        longest_prompt, longest_target = max(len(p['text']) for p, _ in pairs), max(len(t) for _, t in pairs)
+        # the chat template adds about 20 tokens around a prompt, and one end-of-sequence token follows a target
+        assert longest_prompt + 24 <= cfg.training.max_prompt_length, (name, longest_prompt)
+        assert longest_target + 1 <= cfg.training.max_response_length, (name, longest_target)
+        assert cfg.specialization == ('lora' if name.endswith('_lora') else 'prompt')

@@ -6,15 +6,17 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/stateful_env.html.md"""
 
 # %% ../../nbs/23_stateful_env.ipynb #8beb384a
 from __future__ import annotations
-import copy, html, json, logging, random
+import ast, copy, html, json, logging, random, re
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Callable
 from ..core.state import EnvState
 from ..core.env import Env
 from ..core.agent import Agent
-from ..core.parsing import FormatError, extract_code, parse_actions
+from ..core.parsing import FormatError, MAX_PARSE_CHARS, extract_code, parse_actions
 from ..core.rewards import RewardSpec, local, team, process
 from ..core.registry import register_env, register_agent, make_worker
+from ..engine.policies import run_sync
 from .games.plan_path import PlanPathState, generate_plan_path, solve_plan_path, _check_plan_path
 from .games.sudoku import SudokuState, generate_sudoku, solve_sudoku, solve_grid, parse_sudoku, box_side, _check_sudoku
 from .games.sokoban import SokobanState, generate_sokoban, solve_sokoban, _check_sokoban
@@ -22,15 +24,18 @@ from .games.sokoban import SokobanState, generate_sokoban, solve_sokoban, _check
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'TOOL_MARKER', 'STATE_LABEL', 'GAMES', 'ALIASES', 'PARAM_ALIASES', 'IGNORED_PARAMS', 'INFRA_VERDICTS',
-           'TOOL_REWARDS', 'PLAN_REWARDS', 'MAX_CODE_CHARS', 'OK_VERDICTS', 'TOOL_INTRO', 'PLAN_INTRO', 'SINGLE_INTRO',
-           'ROLES', 'Game', 'describe_task', 'play', 'try_action', 'StatefulState', 'StatefulEnv', 'GameAgent',
-           'verdict_ok', 'default_worker', 'ToolCallAgent', 'PlanAgent', 'StatefulSingleAgent', 'tool_program',
-           'respond', 'oracle_response', 'random_response', 'game_from_prompt', 'oracle_policy', 'random_policy']
+__all__ = ['log', 'TOOL_MARKER', 'STATE_LABEL', 'PROMPT_STYLES', 'GAMES', 'ALIASES', 'PARAM_ALIASES', 'IGNORED_PARAMS',
+           'INFRA_VERDICTS', 'TOOL_REWARDS', 'PLAN_REWARDS', 'COMPACT_TAGS', 'MAX_CODE_CHARS', 'OK_VERDICTS',
+           'TOOL_INTRO', 'PLAN_INTRO', 'SINGLE_INTRO', 'ROLES', 'AGENT_CLASSES', 'Game', 'describe_task', 'play',
+           'try_action', 'StatefulState', 'StatefulEnv', 'compact_action', 'compact_prompt', 'compact_program',
+           'GameAgent', 'verdict_ok', 'default_worker', 'ToolCallAgent', 'PlanAgent', 'StatefulSingleAgent',
+           'tool_program', 'respond', 'demonstration', 'oracle_response', 'random_response', 'prompt_style_of',
+           'game_from_prompt', 'oracle_policy', 'random_policy', 'sft_pairs']
 
 # %% ../../nbs/23_stateful_env.ipynb #188d2336
 TOOL_MARKER = "**Actions List**:"       # the tool agent's program prints its action after this
 STATE_LABEL = "The state as JSON: "     # the line of a prompt that carries the board as data
+PROMPT_STYLES = ('full', 'compact')     # prompts for real LLMs; short fixed-layout prompts for tiny models
 
 @dataclass(frozen=True)
 class Game:
@@ -49,6 +54,8 @@ class Game:
     random_action: Callable   # (game state, rng) -> a random action in the right format
     optimal: Callable         # solved game state -> whether it was solved in the fewest moves/actions
     terminal: Callable = lambda g: False  # game state -> the episode is over without success
+    parse_compact: Callable = field(kw_only=True)  # like `parse`, for compact answers ('RRD', '023 114') and full ones
+    from_compact: Callable = field(kw_only=True)   # compact board rows -> a game state (for scripted policies)
 
     def size_of(self, g) -> int: return len(g.grid) if hasattr(g, 'grid') else g.height
 
@@ -68,6 +75,26 @@ def _random_moves(g, rng): return [rng.choice('UDLR') for _ in range(rng.randint
 def _random_placements(g, rng):
     empty = [(r, c) for r in range(g.size) for c in range(g.size) if not g.is_clue(r, c)]
     return [[r, c, rng.randint(1, g.size)] for r, c in rng.sample(empty, rng.randint(1, len(empty)))]
+
+# %% ../../nbs/23_stateful_env.ipynb #15d6cedc
+_TRIPLES = re.compile(r"\d{3}(?:[ \t,]+\d{3})*")
+
+def _parse_sudoku_compact(text, size, marker):
+    "Placements as `rcv` digit triples separated by spaces or commas ('023 114'), or any full-style Sudoku action."
+    if isinstance(text, str):
+        s = text[-MAX_PARSE_CHARS:]
+        s = (s.rsplit(marker, 1)[1] if marker and marker in s else s).strip()
+        line = s.split('\n', 1)[0].strip()
+        if _TRIPLES.fullmatch(line):
+            out = [[int(t[0]), int(t[1]), int(t[2])] for t in re.findall(r"\d{3}", line)]
+            if len(out) > 2 * size * size: raise FormatError(f"too many placements ({len(out)} > {2 * size * size})")
+            for i, (r, c, v) in enumerate(out):
+                if not (r < size and c < size and 1 <= v <= size):
+                    raise FormatError(f"placement {i} is {r}{c}{v}; expected row and column digits in 0..{size - 1}, value in 1..{size}")
+            return out
+        if line and re.fullmatch(r"[\d\s,]+", line):
+            raise FormatError(f"expected placements as row-column-value digit triples separated by spaces, e.g. '023 114'; got {line[:40]!r}")
+    return _parse_sudoku(text, size, marker)
 
 # %% ../../nbs/23_stateful_env.ipynb #50c63c70
 _MOVES_TEXT = "Moves: U (row - 1), D (row + 1), L (col - 1), R (col + 1). Rows count from 0 at the top, columns from 0 at the left."
@@ -103,6 +130,16 @@ def _sokoban_from_board(rows:list, moves_left:int) -> SokobanState:
     return SokobanState(height=len(rows), width=max(map(len, rows)), walls=pick('#'), goals=pick('.*+'), boxes=pick('$*'),
                         player=pick('@+')[0], max_steps=max(1, moves_left))
 
+def _plan_path_from_board(rows:list) -> PlanPathState:
+    cells = {(r, c): ch for r, row in enumerate(rows) for c, ch in enumerate(row)}
+    pos = next(list(p) for p, ch in cells.items() if ch == '@')
+    goal = next((list(p) for p, ch in cells.items() if ch == 'G'), pos)   # no G: the walker stands on it
+    return PlanPathState(grid=[row.replace('@', '.').replace('G', '.') for row in rows], start=pos, goal=goal, pos=pos)
+
+def _sudoku_from_board(rows:list) -> SudokuState:
+    grid = [[0 if ch == '.' else int(ch) for ch in row] for row in rows]
+    return SudokuState(size=len(grid), puzzle=grid, solution=solve_grid(grid) or grid, grid=[r[:] for r in grid])
+
 GAMES = {
     'plan_path': Game(
         'plan_path', PlanPathState, generate_plan_path, _check_plan_path, dict(size=8, wall_density=0.22, min_distance=2),
@@ -110,7 +147,7 @@ GAMES = {
         lambda g: {'benchmark': 'plan_path', 'grid': g.grid, 'pos': g.pos, 'goal': g.goal},
         lambda d: PlanPathState(grid=d['grid'], start=d['pos'], goal=d['goal'], pos=d['pos']),
         _parse_moves, 'a JSON list of moves, e.g. ["U", "R", "R"]', solve_plan_path, _random_moves,
-        lambda g: g.steps == g.shortest_path_len),
+        lambda g: g.steps == g.shortest_path_len, parse_compact=_parse_moves, from_compact=_plan_path_from_board),
     'sudoku': Game(
         'sudoku', SudokuState, generate_sudoku, _check_sudoku, dict(size=4, max_holes=None),
         _describe_sudoku,
@@ -118,7 +155,7 @@ GAMES = {
         lambda d: SudokuState(size=d['size'], puzzle=d['puzzle'], solution=solve_grid(d['puzzle']) or d['puzzle'], grid=d['grid']),
         _parse_sudoku, 'a JSON list of placements [[row, col, value], ...] (0-based row and column), or the full grid as a list of lists of integers',
         solve_sudoku, _random_placements,
-        lambda g: g.steps == 1 and g.invalid_moves == 0),
+        lambda g: g.steps == 1 and g.invalid_moves == 0, parse_compact=_parse_sudoku_compact, from_compact=_sudoku_from_board),
     'sokoban': Game(
         'sokoban', SokobanState, generate_sokoban, _check_sokoban, dict(size=6, num_boxes=1, max_steps=50, wall_density=0.1, min_moves=4),
         _describe_sokoban,
@@ -126,7 +163,7 @@ GAMES = {
         lambda d: _sokoban_from_board(d['board'], d['moves_left']),
         _parse_moves, 'a JSON list of moves, e.g. ["U", "R", "R"]', solve_sokoban, _random_moves,
         lambda g: bool(g.optimal_len) and g.steps == g.optimal_len,
-        lambda g: g.capped or g.deadlocked),
+        lambda g: g.capped or g.deadlocked, parse_compact=_parse_moves, from_compact=lambda rows: _sokoban_from_board(rows, 1000)),
 }
 ALIASES = {'suduku': 'sudoku'}   # the reference's spelling, so its configs load
 PARAM_ALIASES = {'map_size': 'size', 'holes': 'max_holes'}   # reference / config spellings
@@ -220,7 +257,9 @@ class StatefulEnv(Env):
     default_max_turns = 4
     default_turn_order = ['tool_call_agent', 'plan_agent']
 
-    def __init__(self, benchmark:str='plan_path', max_turns:int|None=None, **params):
+    def __init__(self, benchmark:str='plan_path', max_turns:int|None=None, prompt_style:str='full', **params):
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"StatefulEnv: prompt_style={prompt_style!r}; allowed: {list(PROMPT_STYLES)}")
         name = ALIASES.get(benchmark, benchmark)
         if name not in GAMES:
             raise ValueError(f"StatefulEnv: benchmark={benchmark!r}; allowed: {sorted(GAMES)} (or the alias 'suduku')")
@@ -234,10 +273,10 @@ class StatefulEnv(Env):
             if params.pop(k, None) is not None: log.debug("StatefulEnv ignores %s: generated games need no data set", k)
         unknown = sorted(set(params) - set(game.defaults))
         if unknown: raise ValueError(f"StatefulEnv(benchmark={name!r}): unknown parameter(s) {unknown}; allowed: {sorted(game.defaults)}")
-        self.benchmark = name
+        self.benchmark, self.prompt_style = name, prompt_style
         self.params = {**game.defaults, **{k: v for k, v in params.items() if v is not None}}
         game.check(**{k: self.params[k] for k in game.defaults})
-        super().__init__(max_turns=max_turns, benchmark=name, **self.params)
+        super().__init__(max_turns=max_turns, benchmark=name, prompt_style=prompt_style, **self.params)
 
     @property
     def game(self) -> Game: return GAMES[self.benchmark]
@@ -275,6 +314,39 @@ PLAN_REWARDS = RewardSpec([
 ])
 
 # %% ../../nbs/23_stateful_env.ipynb #09f59e3c
+COMPACT_TAGS = {'tool_call_agent': 'T', 'plan_agent': 'P', 'stateful_single_agent': 'S'}  # the first line of a compact prompt
+
+def compact_action(action) -> str:
+    "An action as compact text: moves `RRD`, Sudoku placements `023 114` (a full grid: its non-empty cells); `-` for none."
+    if action is None: return '-'
+    if action and all(isinstance(p, (list, tuple)) for p in action):
+        cells = action if all(len(p) == 3 for p in action) else [(r, c, v) for r, row in enumerate(action) for c, v in enumerate(row) if v]
+        return ' '.join(f"{r}{c}{v}" for r, c, v in cells)
+    return ''.join(map(str, action))
+
+def compact_prompt(role:str, st:StatefulState) -> str:
+    "The compact prompt of `role`: its tag, the current board, and for the plan agent the tool agent's proposal."
+    text = f"{COMPACT_TAGS[role]}\n{st.game.compact()}\n"
+    return text + f"t:{compact_action(st.tool_action)}\n" if role == 'plan_agent' else text
+
+# %% ../../nbs/23_stateful_env.ipynb #6c6797a9
+MAX_CODE_CHARS = 20_000
+
+def compact_program(response) -> str:
+    "The program of a compact tool answer: the last fenced block if there is one, else the whole (bare) answer."
+    if not isinstance(response, str): raise FormatError(f"response must be a string, got {type(response).__name__}")
+    code = extract_code(response) if '```' in response else response.strip()
+    if not code: raise FormatError("empty answer; expected a one-line Python program such as print(\"RRD\")")
+    if len(code) > MAX_CODE_CHARS: raise FormatError(f"program too long ({len(code)} > {MAX_CODE_CHARS} characters)")
+    try: tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise FormatError(f"not a Python program ({type(e).__name__}: {str(e)[:80]})") from None
+    if not tree.body: raise FormatError("the program has no statements (only comments or blank lines)")
+    if not any(isinstance(n, ast.Call) for n in ast.walk(tree)):
+        raise FormatError("the program calls nothing, so it cannot print an action; expected e.g. print(\"RRD\")")
+    return code
+
+# %% ../../nbs/23_stateful_env.ipynb #16c84a2d
 def _show(x, n:int=200) -> str: return _clip(json.dumps(x), n)
 
 def _history(st:StatefulState, turn_idx:int, last:int=3) -> str:
@@ -292,20 +364,23 @@ def _history(st:StatefulState, turn_idx:int, last:int=3) -> str:
 
 class GameAgent(Agent):
     "Base of the `stateful_env` agents: remembers the game it was prompted for."
-    task: tuple = None     # (benchmark, board size), set by `build_prompt`
+    task: tuple = None     # (benchmark, board size, prompt style), set by `build_prompt`
 
     def game(self, env) -> Game: return GAMES[env.state.benchmark]
     def remember(self, env):
         g = env.state.game
-        self.task = (env.state.benchmark, self.game(env).size_of(g))
+        self.task = (env.state.benchmark, self.game(env).size_of(g), env.prompt_style)
+
+    @property
+    def compact(self) -> bool: return self.task is not None and self.task[2] == 'compact'
 
     def parse_action(self, text, marker):
         if self.task is None: raise FormatError("no task yet: update_from_env must run before update_from_model")
-        name, size = self.task
-        return GAMES[name].parse(text, size, marker)
+        name, size, style = self.task
+        game = GAMES[name]
+        return (game.parse_compact if style == 'compact' else game.parse)(text, size, marker)
 
-# %% ../../nbs/23_stateful_env.ipynb #6c6797a9
-MAX_CODE_CHARS = 20_000
+# %% ../../nbs/23_stateful_env.ipynb #c3d86d3f
 OK_VERDICTS = ('ok', 'ac', 'accepted')           # the sandbox says OK (no expected output given) or AC
 
 def verdict_ok(verdict) -> bool:
@@ -334,6 +409,7 @@ class ToolCallAgent(GameAgent):
     def build_prompt(self, env, turn_idx:int) -> str:
         self.remember(env)
         st, game = env.state, self.game(env)
+        if self.compact: return compact_prompt('tool_call_agent', st)
         return (f"{TOOL_INTRO}\n\n{describe_task(st.game)}\n{_history(st, turn_idx)}"
                 "Write one Python program in a ```python block. It reads no input. It must compute the answer (a search "
                 "such as BFS works well) and print it on its last line in exactly this format:\n"
@@ -341,7 +417,7 @@ class ToolCallAgent(GameAgent):
                 f"The program must finish within {self.time_limit:g} seconds.")
 
     def parse(self, response:str) -> str:
-        code = extract_code(response)
+        code = compact_program(response) if self.compact else extract_code(response)
         if len(code) > MAX_CODE_CHARS: raise FormatError(f"program too long ({len(code)} > {MAX_CODE_CHARS} characters)")
         return code
 
@@ -368,7 +444,7 @@ class ToolCallAgent(GameAgent):
         st.tool_action_history.append(copy.deepcopy(st.tool_action))
         self.success = bool(st.tool_eval.get('solved', False))
 
-# %% ../../nbs/23_stateful_env.ipynb #16c84a2d
+# %% ../../nbs/23_stateful_env.ipynb #003ad03b
 PLAN_INTRO = ("You are the plan agent: you decide the action that is actually played. A tool agent wrote a program for "
               "this task. Check its output against the board and the rules; use its action if it is right, correct it if not.")
 SINGLE_INTRO = "You solve puzzles by careful step-by-step reasoning."
@@ -384,6 +460,7 @@ class PlanAgent(GameAgent):
     def build_prompt(self, env, turn_idx:int) -> str:
         self.remember(env)
         st, game = env.state, self.game(env)
+        if self.compact: return compact_prompt('plan_agent', st)
         proposed = _show(st.tool_action, 2000) if st.tool_action is not None else "none (no action could be read from the output)"
         return (f"{PLAN_INTRO}\n\n{describe_task(st.game)}\n{_history(st, turn_idx)}"
                 f"Tool agent's program:\n```python\n{_clip(st.tool_code or '(none: the tool agent wrote no program)', 4000)}\n```\n"
@@ -405,45 +482,127 @@ class StatefulSingleAgent(PlanAgent):
     def build_prompt(self, env, turn_idx:int) -> str:
         self.remember(env)
         st = env.state
+        if self.compact: return compact_prompt('stateful_single_agent', st)
         return f"{SINGLE_INTRO}\n\n{describe_task(st.game)}\n{_history(st, turn_idx)}{_answer_format(self.game(env))}"
 
-# %% ../../nbs/23_stateful_env.ipynb #c3d86d3f
+# %% ../../nbs/23_stateful_env.ipynb #64521558
 ROLES = ('tool_call_agent', 'plan_agent', 'stateful_single_agent')
 
 def tool_program(action) -> str:
-    "A Python program that prints `action` the way the tool agent must."
+    "A Python program that prints `action` the way the tool agent must (full style)."
     return f"actions = {json.dumps(action)}\nprint({TOOL_MARKER!r}, actions)"
 
-def respond(role:str, action, note:str="") -> str:
-    "A model-style reply for `role` that carries `action`."
+def respond(role:str, action, note:str="", style:str='full') -> str:
+    "A model-style reply for `role` that carries `action`, in prompt style `style` (the compact style has no `note`)."
+    if role not in ROLES: raise ValueError(f"role={role!r}; allowed: {list(ROLES)}")
+    if style not in PROMPT_STYLES: raise ValueError(f"style={style!r}; allowed: {list(PROMPT_STYLES)}")
+    if style == 'compact':
+        text = compact_action(action)
+        return f'print("{text}")' if role == 'tool_call_agent' else text
     if role == 'tool_call_agent': return f"{note}\n```python\n{tool_program(action)}\n```"
-    if role in ROLES: return f"{note}\n#### {json.dumps(action)}"
-    raise ValueError(f"role={role!r}; allowed: {list(ROLES)}")
+    return f"{note}\n#### {json.dumps(action)}"
 
 def _oracle_action(g, rng=None):
     game = GAMES[_game_name(g)]
     action = game.solve(g)
     return action if action else game.random_action(g, rng or random.Random(0))  # unsolvable from here: anything goes
 
+def _demonstrate(role:str, env, rng=None, p_oracle:float=1.0) -> tuple:
+    "(action, reply): what `demonstration` answers, and the action it carries."
+    if not 0 <= p_oracle <= 1: raise ValueError(f"p_oracle={p_oracle!r}; expected a probability in [0, 1]")
+    if p_oracle < 1 and rng is None: raise ValueError(f"p_oracle={p_oracle} needs an rng (e.g. rng=random.Random(0)) for its random actions")
+    g = env.state.game
+    if p_oracle >= 1 or (p_oracle > 0 and rng.random() < p_oracle):
+        action, note = _oracle_action(g, rng), "I search the state space from the current position."
+    else: action, note = env.game.random_action(g, rng), "I will try this."
+    return action, respond(role, action, note, env.prompt_style)
+
+def demonstration(role:str, env:StatefulEnv, rng:random.Random|None=None, p_oracle:float=1.0) -> str:
+    "The reply for `role` in `env`'s prompt style: the oracle's action with probability `p_oracle`, else a random one."
+    return _demonstrate(role, env, rng, p_oracle)[1]
+
 def oracle_response(role:str, env:StatefulEnv) -> str:
-    "A correct reply for `role` from the oracle solver, planned from the current state."
-    return respond(role, _oracle_action(env.state.game), "I search the state space from the current position.")
+    "A correct reply for `role` from the oracle solver, planned from the current state, in `env`'s prompt style."
+    return demonstration(role, env)
 
 def random_response(role:str, env:StatefulEnv, rng:random.Random) -> str:
-    "A reply for `role` with a random action in the right format."
-    return respond(role, GAMES[env.benchmark].random_action(env.state.game, rng), "I will try this.")
+    "A reply for `role` with a random action in the right format, in `env`'s prompt style."
+    return demonstration(role, env, rng, p_oracle=0.0)
+
+# %% ../../nbs/23_stateful_env.ipynb #e5259de2
+def _compact_rows(text:str) -> list:
+    "The board rows of a compact prompt."
+    lines = text.split('\n')
+    if len(lines) < 2 or lines[0] not in COMPACT_TAGS.values():
+        raise ValueError(f"not a stateful_env prompt: no {STATE_LABEL.strip()!r} line (full style) and no compact tag line "
+                         f"{sorted(COMPACT_TAGS.values())} (compact style); got {text[:40]!r}")
+    rows = []
+    for line in lines[1:]:
+        if not line or line.startswith('t:'): break
+        rows.append(line)
+    return rows
+
+def _board_benchmark(rows:list) -> str:
+    cells = set(''.join(rows))
+    return 'sudoku' if cells & set('0123456789') else 'sokoban' if cells & set('_$*+') else 'plan_path'
+
+def prompt_style_of(text:str) -> str:
+    "The style of a `stateful_env` prompt: `full` when it has the JSON state line, else `compact`."
+    return 'full' if STATE_LABEL in text else 'compact'
 
 def game_from_prompt(text:str):
-    "Rebuild the game state from a prompt's JSON line (the first one: the task comes before any model text)."
+    "Rebuild the game state from a prompt: its JSON line (full style; the first one: the task comes before any model text) or its board (compact)."
+    if prompt_style_of(text) == 'compact':
+        rows = _compact_rows(text)
+        return GAMES[_board_benchmark(rows)].from_compact(rows)
     line = text.split(STATE_LABEL, 1)[1].split('\n', 1)[0]
     d = json.loads(line)
     return GAMES[d['benchmark']].from_data(d)
 
 def oracle_policy(request) -> str:
     "A scripted policy (`fn(request)`) that solves from the prompt alone."
-    return respond(request.role, _oracle_action(game_from_prompt(request.text)), "Solved by search.")
+    return respond(request.role, _oracle_action(game_from_prompt(request.text)), "Solved by search.", prompt_style_of(request.text))
 
 def random_policy(request, rng:random.Random) -> str:
     "A scripted policy (`fn(request, rng)`) that answers random actions in the right format."
     g = game_from_prompt(request.text)
-    return respond(request.role, GAMES[_game_name(g)].random_action(g, rng), "A guess.")
+    return respond(request.role, GAMES[_game_name(g)].random_action(g, rng), "A guess.", prompt_style_of(request.text))
+
+# %% ../../nbs/23_stateful_env.ipynb #74a03636
+AGENT_CLASSES = {'tool_call_agent': ToolCallAgent, 'plan_agent': PlanAgent, 'stateful_single_agent': StatefulSingleAgent}
+
+def _printed(action, style:str) -> str:
+    "What the sandbox prints for the program `respond` writes for `action`."
+    return f"{compact_action(action)}\n" if style == 'compact' else f"{TOOL_MARKER} {action}\n"
+
+class _ReplayWorker:
+    "Answers for one program whose output is known (a demonstration's own) with what the sandbox prints; runs nothing."
+    def __init__(self, code:str, stdout:str): self.code, self.stdout = code, stdout
+    async def run(self, code, stdin="", **kw):
+        if code != self.code: raise ValueError("_ReplayWorker answers only for the demonstration's own program")
+        return SimpleNamespace(verdict='OK', stdout=self.stdout, stderr='')
+
+def sft_pairs(env_kwargs:dict, roles=('tool_call_agent', 'plan_agent'), seeds=range(16), p_oracle:float=1.0,
+              turns:int|None=None, rng:random.Random|None=None, worker=None) -> list[tuple[dict, str]]:
+    "(prompt, target) pairs: each role's real prompt along episodes played by `demonstration`s, for up to `turns` turns."
+    unknown = [r for r in roles if r not in AGENT_CLASSES]
+    if unknown: raise ValueError(f"sft_pairs: unknown role(s) {unknown}; allowed: {list(AGENT_CLASSES)}")
+    rng = random.Random(0) if rng is None else rng
+    async def play_all():
+        pairs = []
+        for seed in seeds:
+            env = StatefulEnv(**env_kwargs); env.reset(seed)
+            agents = [(r, AGENT_CLASSES[r]()) for r in roles]
+            for _ in range(env.max_turns if turns is None else turns):
+                for role, agent in agents:
+                    if env.done: break
+                    prompt = agent.update_from_env(env, env.turn)
+                    action, target = _demonstrate(role, env, rng, p_oracle)
+                    pairs.append((prompt, target))
+                    agent.update_from_model(target)
+                    await agent.step(env, worker or _ReplayWorker(agent.current_action, _printed(action, env.prompt_style)))
+                    env.refresh()
+                if env.done: break
+                env.end_turn()
+        return pairs
+    return run_sync(play_all())

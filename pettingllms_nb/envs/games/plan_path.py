@@ -151,6 +151,7 @@ def _plan_path_html(self:PlanPathState) -> str:
     return board_html([[cell(r, c) for c in range(self.width)] for r in range(self.height)], cap)
 
 PlanPathState.render, PlanPathState._repr_html_ = _render, _plan_path_html
+PlanPathState.compact = _render   # already one character per cell, no decoration
 
 # %% ../../../nbs/20_plan_path.ipynb #451c4df0
 def _check_plan_path(size, wall_density, min_distance):

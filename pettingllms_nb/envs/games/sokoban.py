@@ -122,6 +122,7 @@ def _sokoban_html(self:SokobanState) -> str:
     return board_html([[('' if ch in '#_' else ch, _COLOURS[ch]) for ch in row] for row in rows], cap)
 
 SokobanState.render, SokobanState._repr_html_ = _render, _sokoban_html
+SokobanState.compact = _render   # already one character per cell
 
 # %% ../../../nbs/22_sokoban.ipynb #a9c12f0d
 def _grid_graph(state:SokobanState):

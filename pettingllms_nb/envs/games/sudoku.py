@@ -230,6 +230,10 @@ def _render(self:SudokuState) -> str:
         lines.append(' | '.join(' '.join(cells[i:i + b]) for i in range(0, n, b)))
     return '\n'.join(lines)
 
+def _compact(self:SudokuState) -> str:
+    "The current grid as bare rows of digits, '.' for empty cells."
+    return '\n'.join(''.join(str(v) if v else '.' for v in row) for row in self.grid)
+
 def _sudoku_html(self:SudokuState) -> str:
     def cell(r, c):
         v = self.grid[r][c]
@@ -239,4 +243,4 @@ def _sudoku_html(self:SudokuState) -> str:
     cap = f"{self.size}x{self.size}, {self.holes} holes, {self.steps} actions ({self.invalid_moves} invalid){', solved' if self.solved else ''}"
     return board_html([[cell(r, c) for c in range(self.size)] for r in range(self.size)], cap)
 
-SudokuState.render, SudokuState._repr_html_ = _render, _sudoku_html
+SudokuState.render, SudokuState.compact, SudokuState._repr_html_ = _render, _compact, _sudoku_html
