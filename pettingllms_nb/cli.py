@@ -45,9 +45,27 @@ def _cmd_rollout(args):
     if args.out: print(f"trace saved to {t.save(args.out)}")
     return 0
 
+def _cmd_train(args):
+    from pettingllms_nb.trainer import Trainer, plot_metrics
+    tr = Trainer(args.config, args.overrides, out_dir=args.out, resume=args.resume)
+    hist = tr.fit()
+    plot_metrics(hist, tr.out / 'curves.png', title=tr.cfg.training.experiment_name)
+    last = {k: v for k, v in hist[-1].items() if k.startswith('val/') or k == 'step'}
+    print(json.dumps(last, indent=1)); print(f"metrics: {tr.out/'metrics.jsonl'}  curves: {tr.out/'curves.png'}  checkpoints: {tr.ckpt_dir}")
+    return 0
+
+def _cmd_eval(args):
+    from pettingllms_nb.trainer import Trainer
+    tr = Trainer(args.config, args.overrides, out_dir=args.out)
+    if args.checkpoint: tr.load_checkpoint(args.checkpoint)
+    seeds = range(args.seed_start, args.seed_start + args.seeds) if args.seeds else None
+    m = tr.evaluate(seeds=seeds, k=args.k, temperature=args.temperature)
+    print(json.dumps(m, indent=1))
+    return 0
+
 def _cmd_demo(args):
     from pettingllms_nb.demo import run_demo
-    run_demo(out_dir=args.out, seeds=args.seeds, quick=args.quick)
+    run_demo(out_dir=args.out, seeds=args.seeds, quick=args.quick, steps=args.steps, anchors=not args.no_anchors)
     return 0
 
 # %% ../nbs/40_cli.ipynb #cea470a7
@@ -65,8 +83,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", default="independent", choices=["independent", "tree"]); s.add_argument("-n", type=int, default=1)
     s.add_argument("--seeds", type=int, default=10); s.add_argument("--out", default=None, help="JSONL path for the trace")
     s.set_defaults(fn=_cmd_rollout)
+    s = sub.add_parser("train", help="train the agents of a preset or YAML config (AT-GRPO by default)")
+    s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
+    s.add_argument("--out", default=None, help="run directory (default: training.output_dir)")
+    s.add_argument("--resume", action="store_true", help="continue from the run directory's latest checkpoint")
+    s.set_defaults(fn=_cmd_train)
+    s = sub.add_parser("eval", help="evaluate a config (optionally a checkpoint) on held-out seeds")
+    s.add_argument("config"); s.add_argument("overrides", nargs="*")
+    s.add_argument("--checkpoint", default=None, help="a checkpoint directory written by train")
+    s.add_argument("--out", default=None); s.add_argument("--seeds", type=int, default=0, help="number of seeds (default: the validation seeds)")
+    s.add_argument("--seed-start", type=int, default=3_000_000); s.add_argument("-k", type=int, default=None, help="samples per problem (avg@k, pass@k)")
+    s.add_argument("--temperature", type=float, default=None); s.set_defaults(fn=_cmd_eval)
     s = sub.add_parser("demo", help="the CPU demo: success rates per game, a table and a plot")
     s.add_argument("--out", default="outputs/demo"); s.add_argument("--seeds", type=int, default=100)
+    s.add_argument("--steps", type=int, default=40, help="training steps per trained row")
+    s.add_argument("--no-anchors", action="store_true", help="skip the scripted anchors table")
     s.add_argument("--quick", action="store_true", help="a smoke-sized run"); s.set_defaults(fn=_cmd_demo)
     return p
 

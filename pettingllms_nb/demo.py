@@ -1,4 +1,4 @@
-"""The README's first command: every game played by an oracle, by random agents and by a scripted two-agent system, over 100 held-out seeds, in one table.
+"""The README's first command: anchors for every game (oracle, random, a scripted two-agent system), then a tiny model trained with GRPO and AT-GRPO on the CPU, in a table shaped like the paper's.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/demo.html.md"""
 
@@ -15,8 +15,9 @@ from .envs.stateful import game_from_prompt, oracle_policy, random_policy, respo
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_SEED_BASE',
-           'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_demo']
+__all__ = ['log', 'GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_SEED_BASE', 'ROWS',
+           'ALL_ROLES', 'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors',
+           'run_training', 'run_demo']
 
 # %% ../nbs/41_demo.ipynb #6f08ad2f
 _PROGRAM_HEAD = "import json\nstate = json.loads(__STATE__)\n"
@@ -121,8 +122,8 @@ def format_table(results:dict, systems) -> str:
     rows = [f"| {g} | " + " | ".join(f"{100 * r[s]['success_rate']:.1f}" for s in systems) + " |" for g, r in results.items()]
     return '\n'.join([head] + rows)
 
-def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, games=None, systems=None) -> dict:
-    "Evaluate every system on every game over `seeds` held-out seeds; print and save the table."
+def run_anchors(out_dir="outputs/demo", seeds:int=100, quick:bool=False, games=None, systems=None) -> dict:
+    "Evaluate every scripted system on every game over `seeds` held-out seeds; print and save the table."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     n = 5 if quick else seeds
     seed_list = list(range(DEMO_SEED_BASE, DEMO_SEED_BASE + n))
@@ -134,7 +135,77 @@ def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, games=None
         results.setdefault(g, {})[s] = evaluate_system(GAMES[g], s, seed_list)
     table = format_table(results, systems)
     summary = {'seeds': n, 'seed_range': [seed_list[0], seed_list[-1]], 'results': results, 'table': table}
+    (out / 'anchors.json').write_text(json.dumps(summary, indent=2))
+    (out / 'anchors.md').write_text(table + '\n')
+    print(f"Anchors, success rate (%) over {n} held-out seeds per game:\n\n{table}\n")
+    return summary
+
+# %% ../nbs/41_demo.ipynb #743b8a4d
+ROWS = [('single agent', 'tiny_plan_path_single', None),
+        ('single agent + GRPO', 'tiny_plan_path_single', ['training.algorithm=grpo', 'training.rollout_mode=independent']),
+        ('two-agent system', 'tiny_plan_path', None),
+        ('two-agent system + AT-GRPO (shared policy)', 'tiny_plan_path', []),
+        ('two-agent system + AT-GRPO (per-agent LoRA)', 'tiny_plan_path_lora', [])]
+ALL_ROLES = ['stateful_single_agent', 'tool_call_agent', 'plan_agent']
+
+def _evaluate(trainer, seeds) -> dict:
+    m = trainer.evaluate(seeds=seeds, prefix='test')
+    return {k.split('/', 1)[1]: round(v, 4) for k, v in m.items()}
+
+def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=40, quick:bool=False, threads:int=1) -> dict:
+    "Train and evaluate the five rows; write summary.json, table.md and curves.png into `out_dir`."
+    import torch
+    from pettingllms_nb.trainer import Trainer, build_tiny_base, plot_metrics
+    torch.set_num_threads(threads)
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    if quick: seeds, steps = 8, 2
+    test_seeds = list(range(DEMO_SEED_BASE, DEMO_SEED_BASE + seeds))
+    small = ['training.train_batch_size=4', 'training.train_sample_num=2', 'training.val_size=4', 'training.warmstart_steps=20'] if quick else []
+    common = [f'training.total_training_steps={steps}', f'training.val_freq={max(1, steps // 4)}'] + small
+    t0 = time.perf_counter()
+    base = build_tiny_base(load_config('tiny_plan_path', common), out / 'base', roles=ALL_ROLES)
+    on_base = [f'base_models.policy_0.path={base}']
+    rows, curves = {}, {}
+    for name, preset, train in ROWS:
+        t1 = time.perf_counter()
+        tr = Trainer(preset, common + on_base + (train or []), out_dir=out / 'runs' / name.replace(' ', '_').replace('+', 'plus').replace('(', '').replace(')', ''),
+                     progress=not quick)
+        if train is not None:
+            curves[name] = tr.fit()
+        rows[name] = {**_evaluate(tr, test_seeds), 'trained_steps': tr.step, 'seconds': round(time.perf_counter() - t1, 1)}
+        log.info("%s: %s", name, rows[name]['success_rate'])
+    table = "| method | success rate (%) on held-out seeds |\n|---|---:|\n" + '\n'.join(
+        f"| {n} | {100 * r['success_rate']:.1f} |" for n, r in rows.items())
+    mas0, mas1 = rows['two-agent system']['success_rate'], rows['two-agent system + AT-GRPO (shared policy)']['success_rate']
+    summary = {'game': 'plan_path 4x4 (compact prompts)', 'model': 'tiny char-level Qwen3 (~90k parameters)', 'test_seeds': len(test_seeds),
+               'seed_range': [test_seeds[0], test_seeds[-1]], 'steps': steps, 'rows': rows, 'table': table,
+               'at_grpo_gain_shared': round(mas1 - mas0, 4),
+               'at_grpo_gain_lora': round(rows['two-agent system + AT-GRPO (per-agent LoRA)']['success_rate'] - mas0, 4),
+               'seconds': round(time.perf_counter() - t0, 1)}
     (out / 'summary.json').write_text(json.dumps(summary, indent=2))
     (out / 'table.md').write_text(table + '\n')
-    print(f"Success rate (%) over {n} held-out seeds per game:\n\n{table}\n\nSaved {out/'summary.json'} and {out/'table.md'}")
+    _plot_curves(curves, out / 'curves.png')
+    print(f"Tiny model on compact Plan-Path, greedy success over {len(test_seeds)} held-out seeds:\n\n{table}\n")
     return summary
+
+def _plot_curves(curves:dict, path):
+    import matplotlib; matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, 2, figsize=(11, 3.6))
+    for name, hist in curves.items():
+        v = [(h['step'], h['val/success_rate']) for h in hist if 'val/success_rate' in h]
+        if v: axs[0].plot(*zip(*v), 'o-', label=name)
+        r = [(h['step'], sum(h[k] for k in h if k.startswith('train/') and k.endswith('/reward'))) for h in hist if 'train/success_rate' in h]
+        if r: axs[1].plot(*zip(*r), label=name)
+    axs[0].set_title('validation success (greedy)'); axs[1].set_title('train reward (sum over agents)')
+    for ax in axs: ax.set_xlabel('step'); ax.legend(fontsize=7)
+    fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
+
+# %% ../nbs/41_demo.ipynb #894080e0
+def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, steps:int=40, anchors:bool=True, train:bool=True) -> dict:
+    "The README's main job: anchors for every game, then GRPO / AT-GRPO training of a tiny model; returns the summary."
+    out = {}
+    if anchors: out['anchors'] = run_anchors(out_dir, seeds=seeds, quick=quick)
+    if train: out['training'] = run_training(out_dir, seeds=seeds, steps=steps, quick=quick)
+    print(f"Saved to {Path(out_dir).resolve()}: summary.json, table.md, curves.png, anchors.json, anchors.md")
+    return out
