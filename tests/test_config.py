@@ -11,9 +11,10 @@ from pettingllms_nb.core.config import (ConfigError, Config, agent_config, agent
 from pettingllms_nb.core.env import Env
 from pettingllms_nb.core.registry import Registry, registry as global_registry
 
-PRESETS = ['stateful_plan_path', 'stateful_plan_path_lora', 'stateful_plan_path_single', 'stateful_sokoban',
+PRESETS = ['gpu_plan_path_qwen3_1.7b', 'gpu_plan_path_qwen3_1.7b_lora', 'gpu_sokoban_qwen3_8b_lora', 'gpu_sudoku_qwen3_1.7b_lora',
+           'stateful_plan_path', 'stateful_plan_path_lora', 'stateful_plan_path_single', 'stateful_sokoban',
            'stateful_sokoban_single', 'stateful_sudoku', 'stateful_sudoku_single',
-           'tiny_plan_path', 'tiny_plan_path_lora', 'tiny_plan_path_single']
+           'tiny_plan_path', 'tiny_plan_path_lora', 'tiny_plan_path_single', 'tiny_sokoban', 'tiny_sudoku']
 
 
 class StandInEnv(Env):
@@ -51,8 +52,13 @@ def test_list_presets():
 def test_every_preset_loads(reg, name):
     cfg = load_config(name, registry=reg)
     assert isinstance(cfg, Config)
-    assert cfg.env.name == 'stateful_env' and cfg.training.device == 'cpu'
-    assert cfg.base_models.policy_0.path == 'tiny'
+    gpu = name.startswith('gpu_')
+    assert cfg.env.name == 'stateful_env' and cfg.training.device == ('cuda' if gpu else 'cpu')
+    assert cfg.base_models.policy_0.path.startswith('Qwen/Qwen3-') if gpu else cfg.base_models.policy_0.path == 'tiny'
+    if gpu:   # the reference's AT-GRPO settings (shared/reference/RESULTS.md)
+        t = cfg.training
+        assert (t.total_training_steps, t.train_batch_size, t.lr, t.clip_ratio, cfg.lora_rank, cfg.lora_alpha) == (200, 32, 5e-6, 0.2, 16, 32)
+        assert t.train_sample_num == (4 if 'sokoban' in name else 8)
     assert cfg.env.benchmark in name
     assert cfg.training.experiment_name == name
     single = name.endswith('_single')

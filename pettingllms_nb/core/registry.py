@@ -81,6 +81,7 @@ BUILTINS = {
                                             ('agent', 'stateful_single_agent')]),
     'pettingllms_nb.models.hf': ('train', [('policy', 'hf')]),
     'pettingllms_nb.models.openai': ('openai', [('policy', 'openai')]),
+    'pettingllms_nb.models.vllm': ('vllm', [('policy', 'vllm')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 
