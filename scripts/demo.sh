@@ -4,5 +4,5 @@
 # e.g. `bash scripts/demo.sh --quick` for a smoke-sized run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/venv.sh "${EXTRAS:-dev,train,openai}"
+source scripts/venv.sh "${EXTRAS:-dev,train,openai,math,data}"
 exec pettingllms-nb demo "$@"

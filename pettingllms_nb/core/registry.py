@@ -82,6 +82,8 @@ BUILTINS = {
     'pettingllms_nb.models.hf': ('train', [('policy', 'hf')]),
     'pettingllms_nb.models.openai': ('openai', [('policy', 'openai')]),
     'pettingllms_nb.models.vllm': ('vllm', [('policy', 'vllm')]),
+    'pettingllms_nb.envs.math': ('math', [('env', 'math_env'), ('agent', 'reasoning_generator'), ('agent', 'tool_generator'),
+                                          ('agent', 'math_single_agent')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 

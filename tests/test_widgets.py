@@ -1,0 +1,203 @@
+"Headless tests of the render functions and widgets (no browser): escaping, navigation, groups, the human text box."
+import math
+from types import SimpleNamespace
+import pytest
+from pettingllms_nb.engine.rollout import rollout
+from pettingllms_nb.engine.trace import Step, Trace
+from pettingllms_nb.engine.policies import Request
+from pettingllms_nb.envs.stateful import oracle_policy, random_policy, StatefulState
+from pettingllms_nb.advantages import group_stats, at_grpo, at_grpo_key
+from pettingllms_nb.widgets.render import (PHASES, esc, render_state, render_diff, render_prompt, render_completion, render_action,
+                                           render_reward, render_step_card, render_phase, board_svg, changed, show)
+from pettingllms_nb.widgets.stepthrough import (StepThrough, TreeView, GroupInspector, HumanTextPolicy, human_widget,
+                                                TrainingDashboard, render_tree, render_groups, sparkline)
+
+EVIL = '<script>alert("x")</script>'
+
+@pytest.fixture(scope='module')
+def sudoku(): return rollout('stateful_sudoku', random_policy, seeds=[3])
+
+@pytest.fixture(scope='module')
+def tree(): return rollout('stateful_sudoku', random_policy, mode='tree', n=3, seeds=[0, 1], max_turns=2)
+
+def evil_trace():
+    st = {'benchmark': 'sudoku', 'tool_code': EVIL, 'game': {'size': 4, 'puzzle': [[1, 0, 0, 0]] + [[0] * 4] * 3,
+          'grid': [[1, 0, 0, 0]] + [[0] * 4] * 3, 'solution': [[1, 2, 3, 4]] * 4}}
+    s = Step('s0', 'root', 'p', 0, EVIL, {'text': EVIL, 'system': EVIL}, EVIL, action=EVIL, reward=1.0,
+             reward_terms={EVIL: 1.0}, state_after={**st, 'tool_output': EVIL}, group_id='g')
+    bad = Step('s1', 's0', 'p', 0, EVIL, [{'role': 'user', 'content': EVIL}], EVIL, format_error=EVIL, sample_idx=1, selected=False, group_id='g')
+    return Trace([s, bad], roots={'root': st}, meta={'turn_order': [EVIL], 'mode': 'tree'})
+
+# -- renderers ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('bench,kind,mark', [('stateful_plan_path', 'plan_path', 'walker'), ('stateful_sudoku', 'sudoku', 'clue'),
+                                             ('stateful_sokoban', 'sokoban', 'player')])
+def test_boards(bench, kind, mark):
+    tr = rollout(bench, oracle_policy, seeds=[1])
+    for st in (tr.state_before(tr[0]), tr[-1].state_after, StatefulState.from_dict(tr[-1].state_after)):
+        h = render_state(st)
+        assert f"data-board='{kind}'" in h and f"class='{mark}'" in h and h.startswith("<div class='pllm-state'>")
+    assert board_svg(tr.state_before(tr[0])['game']) == board_svg(tr.state_before(tr[0]))  # a bare game state draws too
+
+def test_sudoku_clues_distinct_from_filled():
+    tr = rollout('stateful_sudoku', oracle_policy, seeds=[0])
+    before, after = render_state(tr.state_before(tr[0])), render_state(tr[-1].state_after)
+    assert "class='clue'" in before and "class='filled'" not in before
+    assert "class='clue'" in after and "class='filled'" in after and after.count("class='clue'") == before.count("class='clue'")
+
+def test_generic_state_and_diff():
+    assert 'pllm-kv' in render_state({'a': 1, 'b': [1, 2]}) and 'data-board' not in render_state({'a': 1})
+    assert changed({'a': 1, 'b': 2}, {'a': 1, 'b': 3, 'c': 0}) == ['b', 'c']
+    d = render_diff({'a': 1, 'b': 2}, {'a': 1, 'b': 3})
+    assert "pllm-changed" in d and '>b<' in d and '>a<' not in d
+    assert 'no field changed' in render_diff({'a': 1}, {'a': 1})
+
+def test_diff_of_a_real_step():
+    tr = rollout('stateful_sudoku', oracle_policy, seeds=[0])
+    d = render_diff(tr.state_before(tr[-1]), tr[-1].state_after)
+    assert 'game.grid' in d and d.count("data-board='sudoku'") == 2
+
+def test_step_parts(sudoku):
+    s = sudoku[0]
+    assert 'pllm-prompt' in render_prompt(s.prompt) and 'pllm-completion' in render_completion(s.completion)
+    assert 'pllm-reward' in render_reward(s) and all(esc(k) in render_reward(s) for k in s.reward_terms)
+    assert render_prompt('hi').count('pllm-prompt') == 1 and render_prompt([{'role': 'system', 'content': 'a'}, {'role': 'user', 'content': 'b'}]).count('pllm-prompt') == 2
+    err = next((x for x in sudoku if x.format_error), None)
+    if err is not None: assert 'format error' in render_action(err)
+    ok = next(x for x in sudoku if x.format_error is None)
+    assert 'pllm-action' in render_action(ok)
+    for ph in PHASES: assert f"<i>{ph}</i>" in render_step_card(s, ph, sudoku.state_before(s))
+    with pytest.raises(ValueError, match='allowed'): render_step_card(s, 'think')
+
+def test_show_returns_html(sudoku):
+    assert 'pllm-card' in show(sudoku[0]).data and 'pllm-state' in show(sudoku.state_before(sudoku[0])).data
+
+def test_script_escaped_in_every_view():
+    tr = evil_trace()
+    views = [render_prompt(tr[0].prompt), render_prompt(tr[1].prompt), render_completion(tr[0].completion), render_action(tr[0]),
+             render_action(tr[1]), render_reward(tr[0]), render_state(tr[0].state_after), render_diff(tr.roots['root'], tr[0].state_after),
+             render_tree(tr), render_groups(group_stats(tr.steps, lambda s: s.agent)), sparkline([1, 2], label=EVIL)]
+    views += [render_step_card(s, ph, tr.state_before(s)) for s in tr for ph in PHASES]
+    views += [render_phase(tr, i, ph) for i in range(len(tr)) for ph in PHASES]
+    st = StepThrough(tr)
+    for i in range(len(tr) * len(PHASES)):
+        views.append(st.html); st.next_button.click()
+    views += [TreeView(tr).html, GroupInspector(tr, key=lambda s: s.agent).html]
+    for v in views: assert '<script' not in v.lower(), v[:300]
+    assert any('&lt;script&gt;' in v for v in views)
+
+# -- StepThrough ----------------------------------------------------------------------------------------------------
+
+def test_empty_trace():
+    st = StepThrough(Trace())
+    assert 'empty trace' in st.html and st.slider.disabled and st.next_button.disabled
+    st.next_button.click(); st.prev_button.click(); st.move(3)
+    assert 'empty trace' in st.html and st.position == 0
+
+def test_one_step_trace(sudoku):
+    one = Trace(sudoku.steps[:1], roots=sudoku.roots, meta=sudoku.meta)
+    st = StepThrough(one)
+    seen = set()
+    for _ in range(len(PHASES) + 2):
+        seen.add(st.html); st.next_button.click()
+    assert st.step == 0 and st.phase == 'reward' and len(seen) == len(PHASES)
+    assert st.slider.max == 0 and st.play.max == len(PHASES) - 1
+
+def test_navigation_changes_html(sudoku):
+    assert len(sudoku) >= 3
+    st = StepThrough(sudoku)
+    h = st.html
+    st.next_button.click(); assert (st.step, st.phase) == (0, 'generate') and st.html != h
+    h = st.html; st.phases.value = 'step'; assert st.html != h and "data-phase='step'" in st.html
+    h = st.html; st.slider.value = 2; assert st.html != h and "data-step='2'" in st.html and st.play.value == 2 * len(PHASES) + 3
+    st.play.value = len(PHASES) + 1; assert (st.step, st.phase) == (1, 'generate')
+    st.prev_button.click(); assert (st.step, st.phase) == (1, 'update_from_env')
+    st.prev_button.click(); assert (st.step, st.phase) == (0, 'reward')
+    st.goto(len(sudoku) - 1, 'reward').move(1); assert st.position == len(sudoku) * len(PHASES) - 1
+
+def test_active_agent_and_board(sudoku):
+    st = StepThrough(sudoku)
+    for i, s in enumerate(sudoku):
+        st.goto(i, 'generate')
+        assert f"pllm-active' data-agent='{s.agent}'" in st.html and st.html.count("class='pllm-card") == 2
+    plan = next(i for i, s in enumerate(sudoku) if s.agent == 'plan_agent' and changed(sudoku.state_before(s)['game'], s.state_after['game']))
+    st.goto(plan, 'update_from_model'); before = st.html
+    st.next_button.click(); assert st.phase == 'step' and 'pllm-changed' in st.html
+    board = lambda h: h[h.index('<svg'):h.index('</svg>')]
+    assert board(before) != board(st.html)
+
+def test_refresh_follows_growing_trace(sudoku):
+    live = Trace(roots=sudoku.roots, meta=sudoku.meta)
+    st = StepThrough(live)
+    assert 'empty trace' in st.html
+    live.steps.extend(sudoku.steps[:2]); st.refresh()
+    assert st.slider.max == 1 and not st.next_button.disabled and "data-step='0'" in st.html
+
+# -- TreeView and GroupInspector --------------------------------------------------------------------------------------
+
+def test_treeview_marks_selected(tree):
+    tv = TreeView(tree)
+    kept = tree.filter(selected=True)
+    assert tv.html.count("class='pllm-kept'") == len(kept) and tv.html.count("class='pllm-dropped'") == len(tree) - len(kept)
+    assert tv.html.count('pllm-tree-group') == len(tree.groups())
+    adv = at_grpo(tree)
+    assert all(a is None or f"{a:+.3f}" in tv.html for a in adv)
+
+def test_group_inspector_matches_group_stats(tree):
+    gi = GroupInspector(tree)
+    ref = group_stats(tree.steps, lambda s: at_grpo_key(s, True))
+    assert [(g.key, g.rewards, g.mean, g.std, g.advantages) for g in gi.groups] == [(g.key, g.rewards, g.mean, g.std, g.advantages) for g in ref]
+    for g in ref: assert f"{g.mean:+.3f}" in gi.html and f"{g.std:.3f}" in gi.html
+    flat = {i: a for g in gi.groups for i, a in zip(g.indices, g.advantages)}
+    assert [flat[i] for i in range(len(tree))] == list(at_grpo(tree))
+    gl = GroupInspector(list(tree), normalize_std=False)
+    assert gl.groups == group_stats(list(tree), lambda s: at_grpo_key(s, True), normalize_std=False)
+
+# -- the human text box ------------------------------------------------------------------------------------------------
+
+def test_human_text_box_answers_a_request():
+    me = human_widget(timeout=2)
+    req = Request('plan_agent', {'text': EVIL, 'system': ''})
+    me.box.value = 'RRD'; me.submit.click()
+    assert me.box.value == '' and me.ask(req) == 'RRD'
+    assert '&lt;script&gt;' in me.prompt.value and '<script' not in me.prompt.value
+    me.box.value = '#### [[0, 0, 2]]'; me.submit.click()
+    out = me.generate([req])
+    assert out[0][0].text == '#### [[0, 0, 2]]'
+    with pytest.raises(TimeoutError, match='background thread'): human_widget(timeout=0.05).ask(req)
+
+def test_human_text_box_in_a_rollout():
+    me = HumanTextPolicy(timeout=5)
+    me.box.value = '#### [[0, 0, 2]]'; me.submit.click()
+    tr = rollout('stateful_sudoku', {'tool_call_agent': oracle_policy, 'plan_agent': me}, seeds=[0], max_turns=1)
+    assert tr.filter(agent='plan_agent')[0].completion == '#### [[0, 0, 2]]'
+
+def test_human_box_answers_from_another_thread():
+    import threading
+    me = HumanTextPolicy(timeout=5)
+    res = []
+    t = threading.Thread(target=lambda: res.append(me.ask(Request('a', 'hi')))); t.start()
+    me.box.value = 'ok'; me.submit.click(); t.join(5)
+    assert res == ['ok']
+
+# -- TrainingDashboard ------------------------------------------------------------------------------------------------
+
+def test_dashboard_redraws_every_k():
+    fake = SimpleNamespace(cfg=SimpleNamespace(training=SimpleNamespace(total_training_steps=7)))
+    dash = TrainingDashboard(every=3)
+    assert 'waiting' in dash.html
+    for i in range(1, 8): dash(fake, {'step': i, 'train/success_rate': i / 7, 'train/plan_agent/reward': 0.1 * i,
+                                      'shared/loss': 1 / i, 'val/success_rate': float('nan')})
+    assert dash.draws == 3 and (dash.bar.value, dash.bar.max) == (7, 7)   # steps 3, 6 and the last
+    for k in ('train/success_rate', 'train/plan_agent/reward', 'shared/loss'): assert k in dash.html
+    assert dash.html.count('<polyline') == 3 and 'step 7/7' in dash.status.value
+
+def test_sparkline_edge_cases():
+    assert '<polyline' not in sparkline([]) and '—' in sparkline([])
+    assert '<polyline' not in sparkline([1.0]) and '<polyline' in sparkline([1.0, None, math.nan, 2.0])
+    assert '<polyline' in sparkline([1.0, 1.0])
+
+def test_import_stays_light():
+    import subprocess, sys
+    code = "import sys, pettingllms_nb, pettingllms_nb.widgets.render, pettingllms_nb.widgets.stepthrough; print('ipywidgets' in sys.modules)"
+    assert subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip() == 'False'
