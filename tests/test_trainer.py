@@ -123,3 +123,16 @@ def test_caching_worker_runs_each_program_once():
     res = asyncio.run(go())
     assert Counting.calls == 2 and [r.stdout for r in res] == ['print(1)'] * 5 + ['print(2)']
     assert (w.hits, w.misses) == (4, 2)
+
+
+def test_specialisation_levels_map_roles_to_units(tmp_path):
+    "L1 one shared adapter; L2 one adapter per role on one model; L3 one model per role."
+    l1 = Trainer('tiny_plan_path', SMALL, out_dir=tmp_path / 'l1', progress=False)
+    assert [(u.name, u.adapter, u.roles) for u in l1.units] == [('shared', 'shared', ['tool_call_agent', 'plan_agent'])]
+    l2 = Trainer('tiny_plan_path_lora', SMALL, out_dir=tmp_path / 'l2', progress=False)
+    assert {u.adapter for u in l2.units} == {'tool_call_agent', 'plan_agent'} and len({id(u.policy) for u in l2.units}) == 1
+    l3 = Trainer('tiny_plan_path', SMALL + ['specialization=full', 'base_models.policy_1.path=tiny', 'base_models.policy_1.name=tool_model',
+                                            'agent_policy_configs.agent_configs.agent_1.policy_name=tool_model'],
+                 out_dir=tmp_path / 'l3', progress=False)
+    assert len({id(u.policy) for u in l3.units}) == 2 and all(len(u.roles) == 1 for u in l3.units)
+    assert all(u.optimizer is not None and u.optimizer.param_groups[0]['params'] for u in l1.units + l2.units + l3.units)
