@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_SEED_BASE', 'ROWS',
-           'ALL_ROLES', 'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors',
+           'SYSTEMS_TRAINED', 'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors',
            'run_training', 'run_demo']
 
 # %% ../nbs/41_demo.ipynb #6f08ad2f
@@ -146,7 +146,7 @@ ROWS = [('single agent', 'tiny_plan_path_single', None),
         ('two-agent system', 'tiny_plan_path', None),
         ('two-agent system + AT-GRPO (shared policy)', 'tiny_plan_path', []),
         ('two-agent system + AT-GRPO (per-agent LoRA)', 'tiny_plan_path_lora', [])]
-ALL_ROLES = ['stateful_single_agent', 'tool_call_agent', 'plan_agent']
+SYSTEMS_TRAINED = [['stateful_single_agent'], ['tool_call_agent', 'plan_agent']]   # warm-start demonstrations of both systems
 
 def _evaluate(trainer, seeds) -> dict:
     m = trainer.evaluate(seeds=seeds, prefix='test')
@@ -163,7 +163,7 @@ def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=40, quick:bool
     small = ['training.train_batch_size=4', 'training.train_sample_num=2', 'training.val_size=4', 'training.warmstart_steps=20'] if quick else []
     common = [f'training.total_training_steps={steps}', f'training.val_freq={max(1, steps // 4)}'] + small
     t0 = time.perf_counter()
-    base = build_tiny_base(load_config('tiny_plan_path', common), out / 'base', roles=ALL_ROLES)
+    base = build_tiny_base(load_config('tiny_plan_path', common), out / 'base', systems=SYSTEMS_TRAINED)
     on_base = [f'base_models.policy_0.path={base}']
     rows, curves = {}, {}
     for name, preset, train in ROWS:

@@ -39,22 +39,24 @@ class Unit:
         return list(self.policy.parameters(self.adapter))
 
 # %% ../nbs/55_trainer.ipynb #45ad9d25
-def warm_start_pairs(cfg, roles=None, n_seeds:int=256, p_oracle:float=1.0, seed:int=0) -> list:
-    "(prompt, target) pairs from oracle demonstrations of `roles` on training seeds of `cfg`'s environment."
+def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, seed:int=0) -> list:
+    "(prompt, target) pairs from oracle demonstrations of each system (a list of roles in turn order) of `cfg`'s env."
     from pettingllms_nb.envs.stateful import sft_pairs
     rng = random.Random(f"warmstart|{seed}")
     seeds = [rng.randrange(VAL_SEED_BASE) for _ in range(n_seeds)]
-    return sft_pairs(env_kwargs(cfg), list(roles or agent_roles(cfg)), seeds, p_oracle=p_oracle)
+    # each system plays its own episodes: a single agent that solves the game first would leave its teammates
+    # nothing to demonstrate if they shared one
+    return [p for roles in (systems or [agent_roles(cfg)]) for p in sft_pairs(env_kwargs(cfg), list(roles), seeds, p_oracle=p_oracle)]
 
-def build_tiny_base(cfg, path, roles=None, steps:int|None=None, seed:int|None=None) -> Path:
-    "Build a tiny model, warm-start it on oracle demonstrations (`training.warmstart_*`) and save it to `path`."
+def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=None) -> Path:
+    "Build a tiny model, warm-start it on oracle demonstrations of `systems` (`training.warmstart_*`), save it to `path`."
     from pettingllms_nb.models.tiny import tiny_model, sft, save_tiny
     t = cfg.training
     seed = t.seed if seed is None else seed
     model, tok = tiny_model(seed=seed)
     steps = t.warmstart_steps if steps is None else steps
     if steps:
-        pairs = warm_start_pairs(cfg, roles, p_oracle=t.warmstart_p_oracle, seed=seed)
+        pairs = warm_start_pairs(cfg, systems, p_oracle=t.warmstart_p_oracle, seed=seed)
         losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed)
         log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
     return save_tiny(model, tok, path)
