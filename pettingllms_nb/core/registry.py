@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
            'check_contract', 'Entry', 'Registry', 'load', 'get', 'names', 'agents_for', 'RegistryTable', 'show',
            'register_env', 'register_agent', 'register_worker', 'register_policy', 'make_env', 'make_agent',
-           'make_worker', 'make_policy']
+           'make_worker', 'make_policy', 'shared_worker']
 
 # %% ../../nbs/05_registry.ipynb #88b6e9f7
 KINDS = ('env', 'agent', 'worker', 'policy')
@@ -225,3 +225,9 @@ def make_worker(name:str, **kw):
 def make_policy(name:str, *args, **kw):
     "Instantiate the policy registered as `name`."
     return registry.get('policy', name)(*args, **kw)
+
+_shared_workers = {}
+def shared_worker(name:str="sandbox"):
+    "One process-wide instance of the worker registered as `name`, created on first use (agents share its pool)."
+    if name not in _shared_workers: _shared_workers[name] = make_worker(name)
+    return _shared_workers[name]

@@ -13,7 +13,7 @@ from ..core.env import Env
 from ..core.agent import Agent
 from ..core.parsing import FormatError, extract_boxed, extract_code
 from ..core.rewards import RewardSpec, local, team, process
-from ..core.registry import register_env, register_agent, make_worker
+from ..core.registry import register_env, register_agent, make_worker, shared_worker
 from .math_check import MAX_ANSWER_CHARS, answer_text, explain_many
 from .math_data import load_problems
 
@@ -110,12 +110,9 @@ MAX_CODE_CHARS = 20_000
 INFRA_VERDICTS = ('IE', 'worker_error')   # the sandbox failed, not the program: never penalised
 OK_VERDICTS = ('ok', 'ac', 'accepted')
 
-_default_worker = None
 def default_worker():
-    "The registered `sandbox` execution worker, created once."
-    global _default_worker
-    if _default_worker is None: _default_worker = make_worker("sandbox")
-    return _default_worker
+    "The process-wide `sandbox` execution worker (for agents that were not handed one)."
+    return shared_worker("sandbox")
 
 def _history(st:MathState, turn_idx:int) -> str:
     n = min(turn_idx, max(len(st.tool_history), len(st.reasoning_history)))

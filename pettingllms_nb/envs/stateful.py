@@ -15,7 +15,7 @@ from ..core.env import Env
 from ..core.agent import Agent
 from ..core.parsing import FormatError, MAX_PARSE_CHARS, extract_code, parse_actions
 from ..core.rewards import RewardSpec, local, team, process
-from ..core.registry import register_env, register_agent, make_worker
+from ..core.registry import register_env, register_agent, make_worker, shared_worker
 from ..engine.policies import run_sync
 from .games.plan_path import PlanPathState, generate_plan_path, solve_plan_path, _check_plan_path
 from .games.sudoku import SudokuState, generate_sudoku, solve_sudoku, solve_grid, parse_sudoku, box_side, _check_sudoku
@@ -388,12 +388,9 @@ def verdict_ok(verdict) -> bool:
     v = getattr(verdict, 'value', verdict)
     return str(v).strip().lower() in OK_VERDICTS
 
-_default_worker = None
 def default_worker():
-    "The registered `sandbox` execution worker, created once."
-    global _default_worker
-    if _default_worker is None: _default_worker = make_worker("sandbox")
-    return _default_worker
+    "The process-wide `sandbox` execution worker (for agents that were not handed one)."
+    return shared_worker("sandbox")
 
 TOOL_INTRO = ("You are the tool agent. You solve puzzles by writing a Python program that computes the answer. "
               "A plan agent will read your program, its output and the action it prints, and decide the move that is played.")
