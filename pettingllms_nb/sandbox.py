@@ -28,6 +28,8 @@ VERDICTS = {
     'MLE': 'memory limit exceeded: MemoryError under the address-space limit',
     'OLE': 'output limit exceeded: stdout, stderr or a file grew past the cap',
     'CE':  'compile error: not valid Python, undecodable, or larger than max_source',
+    'INVALID': 'invalid test: a generated test with empty or error-string expected output, or one that the reference '
+               'solution cannot run; never counted as a pass',
     'IE':  'infrastructure error: the sandbox failed, not the program; count it, never score it as zero',
     'OK':  'ran cleanly (no expected output was given)',
 }
@@ -116,10 +118,10 @@ def _prctl():
 
 def _child(st, uid, prctl, limits):
     try:
-        if prctl: prctl(4, 1, 0, 0, 0)                      # PR_SET_DUMPABLE back on for the program itself
         if uid >= 0:
             os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
             if os.getresuid() != (uid, uid, uid): raise OSError("the uid drop did not take")
+        if prctl: prctl(4, 1, 0, 0, 0)                      # PR_SET_DUMPABLE back on for the program (after the uid drop, which clears it)
         if prctl: prctl(38, 1, 0, 0, 0)                     # PR_SET_NO_NEW_PRIVS: setuid binaries grant nothing
         _signal.signal(_signal.SIGXFSZ, _signal.SIG_DFL)    # Python ignores it; a file past RLIMIT_FSIZE should end the run (OLE)
         for spec in limits:

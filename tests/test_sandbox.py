@@ -1,14 +1,18 @@
 """Hostile programs against the sandbox (SANDBOX.md, "Cases it must get right").
 
-Every case checks its verdict and, where a program tries to leave something behind, that nothing is left: no process
-(found by a marker string in /proc/*/cmdline), no file outside its directory. Cheap cases run at every isolation level
-this machine offers; cases that are unsafe without isolation (kill(-1), fork bombs, writes outside the run dir) are
-skipped at `rlimits-only`, which does not claim to contain them.
+Every case checks its verdict, and the autouse `guard` checks after every test that the run left nothing behind: no
+live process of a free slot uid, no process carrying the test's marker (in /proc/*/cmdline, or in /proc/*/comm for
+programs that `tag` themselves), no new file owned by a slot uid or named with a marker in /tmp, /var/tmp, /dev/shm
+or the repository, and the trainer (this process and a sentinel child of it) alive. The catalogue-to-test map is in
+nbs/30_sandbox.ipynb ("The catalogue, case by case"). Cheap cases run at every isolation level this machine offers;
+cases that are unsafe without isolation (kill(-1), fork bombs, writes outside the run dir) are skipped at
+`rlimits-only`, which does not claim to contain them.
 """
-import asyncio, os, shutil, socket, subprocess, sys, time, uuid
+import asyncio, fcntl, os, shutil, socket, subprocess, sys, threading, time, tracemalloc, uuid
 import pytest
 from pettingllms_nb import sandbox as sbx
-from pettingllms_nb.sandbox import (LEVELS, RunResult, Sandbox, SandboxWorker, isolation_level, outputs_match, run_code)
+from pettingllms_nb.sandbox import (LEVELS, VERDICTS, RunResult, Sandbox, SandboxWorker, isolation_level, outputs_match,
+                                    run_code)
 
 BEST = isolation_level()
 ROOT = os.geteuid() == 0
@@ -32,36 +36,123 @@ CONTAINED = [(l, p) for l, p in AVAILABLE if l != 'rlimits-only']
 CONTAINED_IDS = [l for l, _ in CONTAINED]
 
 
+def runner(level:str, py:str|None):
+    "run_code at `level`, checking that every result reports the level it ran at."
+    def run(code, *a, **kw):
+        r = run_code(code, *a, isolation=level, python=py, **kw)
+        assert r.isolation == level and r.verdict in VERDICTS, r
+        return r
+    run.level = level
+    return run
+
 @pytest.fixture(params=AVAILABLE, ids=IDS)
 def run(request):
     "run_code at one isolation level."
-    level, py = request.param
-    return lambda code, *a, **kw: run_code(code, *a, isolation=level, python=py, **kw)
+    return runner(*request.param)
 
 @pytest.fixture(params=CONTAINED or [None], ids=CONTAINED_IDS or ['none'])
 def crun(request):
     "run_code at a level that contains hostile programs (skipped where only rlimits-only exists)."
     if request.param is None: pytest.skip("no containing isolation level on this machine (install bubblewrap)")
-    level, py = request.param
-    return lambda code, *a, **kw: run_code(code, *a, isolation=level, python=py, **kw)
+    return runner(*request.param)
 
 
-def leftovers(marker:str) -> list:
-    "Pids whose command line contains `marker`."
+def marker() -> str: return f"PLLM_MARK_{uuid.uuid4().hex}"
+
+def comm_of(mark:str) -> str: return mark[-15:]   # /proc/PID/comm keeps 15 characters
+
+def leftovers(mark:str) -> list:
+    "Pids, other than this process, whose command line or (15-character) name carries `mark`; zombies are dead."
     found = []
     for pid in os.listdir('/proc'):
         if not pid.isdigit() or int(pid) == os.getpid(): continue
         try:
             with open(f'/proc/{pid}/cmdline', 'rb') as f: cmd = f.read()
+            with open(f'/proc/{pid}/stat', 'rb') as f: stat = f.read()
         except OSError: continue
-        if marker.encode() in cmd: found.append(int(pid))
+        name, state = stat[stat.index(b'(') + 1:stat.rindex(b')')], stat[stat.rindex(b')') + 2:][:1]
+        if state != b'Z' and (mark.encode() in cmd or name == comm_of(mark).encode()): found.append(int(pid))
     return found
-
-def marker() -> str: return f"PLLM_MARK_{uuid.uuid4().hex}"
 
 def spawn_marked(mark:str, body:str) -> str:
     "Python source (for the sandboxed program) that execs a fresh interpreter running `body`, tagged with `mark`."
     return f"os.execv(sys.executable, [sys.executable, '-S', '-c', {body!r}, {mark!r}])"
+
+MARK = marker()   # the current test's marker (renewed by `guard`); `tag` puts it on a program
+
+def tag(src:str) -> str:
+    "`src`, first naming its process (and every process it forks) after the current test's marker."
+    return f"import ctypes; ctypes.CDLL(None).prctl(15, {comm_of(MARK).encode()!r}, 0, 0, 0)\n" + src   # PR_SET_NAME
+
+
+# ---- the invariants every case must keep: nothing left behind, the trainer alive
+SLOT_UIDS = frozenset(sbx._slot_uids())   # the uids runs get (those of the range no account uses)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WATCHED = ['/tmp', '/var/tmp', '/dev/shm', REPO, os.path.join(REPO, 'tests'), os.path.expanduser('~')]
+
+def _uid_of(pid:str):
+    try:
+        with open(f'/proc/{pid}/status') as f: st = dict(l.split(':', 1) for l in f if ':' in l)
+    except OSError: return None
+    return None if st.get('State', '').strip().startswith('Z') else int(st['Uid'].split()[0])
+
+def _slot_free(uid:int) -> bool:
+    "Is no run holding slot `uid` now (its lock file is free)? Another session's run may hold it legitimately."
+    fd = os.open(os.path.join(sbx._base_dir(), 'slots', str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); return True
+    except BlockingIOError: return False
+    finally: os.close(fd)
+
+def stray_processes() -> list:
+    "Live processes of a slot uid whose slot no run holds: a run left them behind."
+    found = [(int(p), u) for p in os.listdir('/proc') if p.isdigit() and (u := _uid_of(p)) in SLOT_UIDS]
+    return [(p, u) for p, u in found if _slot_free(u)]
+
+def _entries() -> dict:
+    out = {}
+    for d in WATCHED:
+        try: out.update({e.path: e for e in os.scandir(d)})
+        except OSError: pass
+    return out
+
+def stray_files(before:dict) -> list:
+    "New entries of the watched dirs that a run made: owned by a slot uid, or named with a marker."
+    found = []
+    for path, e in _entries().items():
+        if path in before: continue
+        try: uid = e.stat(follow_symlinks=False).st_uid
+        except OSError: continue
+        if uid in SLOT_UIDS or 'PLLM_MARK' in path or comm_of(MARK) in path: found.append(path)
+    return found
+
+def _settled(check, timeout=5.0) -> list:
+    """What `check()` finds now and still finds after up to `timeout` s: what a run killed may take a moment to vanish,
+    and other sessions' runs come and go (only what is found now is followed), but a leak stays."""
+    deadline, left = time.monotonic() + timeout, check()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = set(check())
+        left = [x for x in left if x in now]
+    return left
+
+@pytest.fixture(scope='module')
+def sentinel():
+    "One of the trainer's own processes: no run may kill it."
+    p = subprocess.Popen(['sleep', '3600'])
+    yield p
+    p.kill(); p.wait()
+
+@pytest.fixture(autouse=True)
+def guard(sentinel):
+    "After every test: no process and no file left behind, and the trainer (this process, its sentinel) alive."
+    global MARK
+    MARK, before = marker(), _entries()
+    yield
+    assert _settled(lambda: leftovers(MARK)) == [], "a tagged process of this test survived"
+    assert _settled(stray_processes) == [], "a slot uid still runs processes after its run ended"
+    assert _settled(lambda: stray_files(before)) == [], "a run left files outside its directory"
+    assert sentinel.poll() is None, "the trainer's sentinel process died"
+    os.kill(os.getpid(), 0)
 
 
 # ---- correct and wrong answers
@@ -98,10 +189,14 @@ def test_always_equal_object(run):
 def test_runtime_errors(run):
     r = run("raise ValueError('boom')")
     assert r.verdict == 'RE' and 'ValueError: boom' in r.stderr and r.exit_code == 1
-    assert run("print(5)\nraise SystemExit(3)", expected="5").verdict == 'RE'
-    r = run("print(5)\n1/0", expected="5")
-    assert r.verdict == 'RE' and 'ZeroDivisionError' in r.message
     assert run("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)").signal == 11
+
+def test_correct_answer_then_exception_is_re(run):
+    "The right output does not excuse a crash after it."
+    r = run("print(5)\n1/0", expected="5")
+    assert r.verdict == 'RE' and 'ZeroDivisionError' in r.message and r.stdout.strip() == '5'
+    assert run("print(5)\nraise SystemExit(3)", expected="5").verdict == 'RE'
+    assert run("import sys\nprint(5)\nsys.stdout.flush()\nsys.exit('done')", expected="5").verdict == 'RE'
 
 def test_input_on_empty_stdin_is_re_not_hang(run):
     t = time.monotonic()
@@ -120,20 +215,41 @@ def test_compile_errors(run):
     latin = "# -*- coding: latin-1 -*-\nprint('caf\xe9')".encode('latin-1')     # a declared encoding is honoured
     assert run(latin, expected="caf\xe9").verdict == 'AC'
 
-def test_huge_source_is_ce_without_running():
+@pytest.mark.parametrize('src', [
+    b"print('caf\xe9')",                            # latin-1 bytes without a declaration
+    "print('caf\xe9')".encode('utf-16'),            # a UTF-16 BOM and UTF-16 text
+    b"\xef\xbb\xbf# coding: latin-1\nprint(1)",     # a UTF-8 BOM that contradicts the declared encoding
+    b"print(1)\x00\n",                              # a NUL byte
+    b"\x00" * 1000,                                 # nothing but NULs
+    "print('\udcff')",                              # a lone (low) surrogate, as str
+    b"print('\xed\xa0\x80')",                       # a surrogate encoded as UTF-8 (invalid UTF-8)
+    b"# coding: no-such-codec\nprint(1)",           # an unknown declared encoding
+], ids=['latin1', 'utf16-bom', 'bom-vs-coding', 'nul', 'all-nul', 'surrogate', 'utf8-surrogate', 'bad-codec'])
+def test_odd_encodings_are_a_clean_ce(run, src):
+    "Undecodable source is a compile error with a message, not a crash of the launcher (IE) or a runtime error."
+    r = run(src)
+    assert r.verdict == 'CE' and r.message and r.exit_code == sbx.EXIT_CE, r
+
+def test_utf8_bom_is_valid_python(run):
+    "A UTF-8 BOM is legal Python: the program runs (the catalogue's 'clean' means no crash, not 'always CE')."
+    assert run(b"\xef\xbb\xbfprint('caf\xc3\xa9')", expected="caf\xe9").verdict == 'AC'
+
+def test_huge_source_is_ce_without_running(run):
     t = time.monotonic()
-    r = run_code("x = 1\n" * ((10 << 20) // 6 + 1))   # ~10 MB
+    r = run("x = 1\n" * ((10 << 20) // 6 + 1))   # ~10 MB
     assert r.verdict == 'CE' and 'max_source' in r.message and time.monotonic() - t < 1
+    r = run(b"\xff" * (10 << 20))                 # ~10 MB of undecodable bytes
+    assert r.verdict == 'CE' and 'max_source' in r.message
 
 
 # ---- time
 def test_infinite_loop_tle(run):
-    r = run("while True: pass", time_limit=0.5)
+    r = run(tag("while True: pass"), time_limit=0.5)
     assert r.verdict == 'TLE' and r.cpu_time >= 0.5
 
 def test_sleep_tle_by_wall_backstop(crun):
     t = time.monotonic()
-    r = crun("import time; time.sleep(1000)", time_limit=0.5)
+    r = crun(tag("import time; time.sleep(1000)"), time_limit=0.5)
     assert r.verdict == 'TLE' and 'wall' in r.message and time.monotonic() - t < 5
 
 def test_signal_ignoring_loop_tle():
@@ -144,14 +260,15 @@ def test_signal_ignoring_loop_tle():
            "    try:\n"
            "        while True: pass\n"
            "    except BaseException: pass\n")
-    r = run_code(src, time_limit=0.5)
+    r = run_code(tag(src), time_limit=0.5)
     assert r.verdict == 'TLE'
 
 def test_regex_backtracking_tle():
-    assert run_code("import re; re.match(r'(a+)+$', 'a' * 40 + 'b')", time_limit=0.5).verdict == 'TLE'
+    assert run_code(tag("import re; re.match(r'(a+)+$', 'a' * 40 + 'b')"), time_limit=0.5).verdict == 'TLE'
 
-def test_bigint_power_contained():
-    assert run_code("x = 10 ** (10 ** 10)", time_limit=0.5).verdict in ('TLE', 'MLE')
+def test_bigint_power_contained(run):
+    assert run(tag("x = 10 ** (10 ** 10)"), time_limit=0.5).verdict in ('TLE', 'MLE')
+    if run.level == BEST: assert run(tag("print(7 ** (7 ** 9) % 10)"), time_limit=0.5).verdict in ('TLE', 'MLE')
 
 def test_correct_cpu_heavy_programs_under_load_are_accepted():
     "Three CPU-bound programs per core at once: each takes more wall time than its limit, yet is judged by CPU time."
@@ -168,20 +285,33 @@ def test_correct_cpu_heavy_programs_under_load_are_accepted():
 def test_memory_limits(run):
     r = run("x = bytearray(1 << 30)", memory_limit=128)
     assert r.verdict == 'MLE', r
-    r = run("l = []\nwhile True: l.append(' ' * 10000)", memory_limit=128, time_limit=2)
+
+def test_growing_list_mle(run):
+    r = run(tag("l = []\nwhile True: l.append(' ' * 10000)"), memory_limit=128, time_limit=2)
+    assert r.verdict == 'MLE', r
+    r = run(tag("l = []\nwhile True: l.append(len(l))"), memory_limit=128, time_limit=5)   # many small objects
     assert r.verdict == 'MLE', r
 
 def test_thread_bomb_contained(crun):
     src = "import threading, time\nwhile True: threading.Thread(target=time.sleep, args=(100,), daemon=True).start()"
-    assert crun(src, time_limit=0.5).verdict in ('RE', 'MLE', 'TLE')
+    t = time.monotonic()
+    assert crun(tag(src), time_limit=0.5).verdict in ('RE', 'MLE', 'TLE')
+    assert time.monotonic() - t < 10
+    assert crun("print(1)", expected="1").verdict == 'AC'   # the machine still answers
 
 
 # ---- output
 def test_output_limits(run):
     assert run("while True: print('x' * 1000)", output_limit=1 << 20).verdict == 'OLE'
     assert run("import sys\nwhile True: sys.stderr.write('y' * 1000)", output_limit=1 << 20).verdict == 'OLE'
-    r = run("print('z' * 200_000_000)", output_limit=1 << 20, memory_limit=1024)
-    assert r.verdict == 'OLE' and len(r.stdout) <= 1 << 20
+
+def test_one_huge_line_is_ole_without_reading_it(run):
+    "One 200 MB line: OLE, and the parent reads at most the cap (traced: its peak allocation stays far below 200 MB)."
+    tracemalloc.start()
+    try: r = run("print('z' * 200_000_000)", output_limit=1 << 20, memory_limit=1024)
+    finally: peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()
+    assert r.verdict == 'OLE' and 0 < len(r.stdout) <= 1 << 20, r
+    assert peak < 16 << 20, f"the parent allocated {peak >> 20} MiB while judging"
 
 def test_huge_file_limited(run):
     r = run("open('big', 'wb').write(b'0' * (50 << 20))", output_limit=1 << 20, memory_limit=512)
@@ -214,7 +344,7 @@ def test_setpgrp_then_spin_is_tle_and_killed(crun):
 def test_fork_bomb_contained(crun):
     src = "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass"
     t = time.monotonic()
-    r = crun(src, time_limit=0.5)
+    r = crun(tag(src), time_limit=0.5)
     assert r.verdict in ('TLE', 'RE'), r
     assert time.monotonic() - t < 10
     assert run_code("print(1)", expected="1").verdict == 'AC'   # the machine still answers
@@ -230,24 +360,78 @@ def test_kill_everything_only_kills_the_run(crun):
         assert sentinel.poll() is None   # the trainer's other processes are alive (and so is this one)
     finally: sentinel.kill(); sentinel.wait()
 
+def test_kill_parent_only_the_run_dies(crun):
+    "`kill(getppid())` reaches at most the run's own supervisor; the run's processes die with it, the trainer lives."
+    m = marker()
+    src = (f"import os, signal, sys\nif os.fork() == 0:\n    {spawn_marked(m, 'import time; time.sleep(1000)')}\n"
+           "import time; time.sleep(0.2)\nos.kill(os.getppid(), signal.SIGKILL)\nprint(5)")
+    r = crun(src, expected="5")
+    assert r.verdict in ('AC', 'RE'), r   # AC: the parent survives the signal (pid 1 of a namespace); RE: it died
+    assert leftovers(m) == []
+
 
 # ---- environment, files, network
 def test_secrets_not_visible(run, monkeypatch):
     monkeypatch.setenv('OPENAI_API_KEY', 'secret-sk-12345')
-    r = run("import os\nprint(dict(os.environ))\nprint(os.environ.get('CUDA_VISIBLE_DEVICES') == '')")
-    assert r.verdict == 'OK' and 'secret-sk-12345' not in r.stdout and 'OPENAI' not in r.stdout
+    r = run("import os\nprint(dict(os.environ))\nprint(os.environ.get('CUDA_VISIBLE_DEVICES') == '')\n"
+            "print(os.environ['OPENAI_API_KEY'])")
+    assert r.verdict == 'RE' and 'KeyError' in r.stderr and r.stdout.count('\n') == 2
+    assert 'secret-sk-12345' not in r.stdout + r.stderr and 'OPENAI' not in r.stdout
     assert r.stdout.strip().endswith('True')
+
+def test_secrets_of_other_processes_not_readable(crun):
+    "A trainer process holding an API key in its environment: the run cannot read it through /proc."
+    secret = f"sk-{uuid.uuid4().hex}"
+    holder = subprocess.Popen(['sleep', '60'], env={'PATH': '/usr/bin:/bin', 'OPENAI_API_KEY': secret})
+    try:
+        src = ("import glob\nfor p in glob.glob('/proc/*/environ'):\n"
+               "    try: print(open(p, 'rb').read().decode('latin-1'))\n    except OSError: pass\n")
+        r = crun(src)
+        assert r.verdict == 'OK' and secret not in r.stdout, r
+    finally: holder.kill(); holder.wait()
+
+def test_own_tests_and_conftest_are_wa(run):
+    "A program that writes a conftest.py and its own passing tests, and prints what a passing run prints: WA."
+    src = ("open('conftest.py', 'w').write('def pytest_collection_modifyitems(items): items.clear()')\n"
+           "open('test_solution.py', 'w').write('def test_ok(): assert True')\n"
+           "print('1 passed in 0.01s')\nprint('OK')")
+    r = run(src, stdin="3\n", expected="9")
+    assert r.verdict == 'WA', r
+
+def test_program_sees_its_own_proc_entries(run):
+    "The program is dumpable at every level (after the uid drop too), so it can read its own /proc entries; the supervisor's stay closed."
+    r = run("import os\nprint(len(open('/proc/self/io').read()) > 0)\nopen('/proc/self/comm', 'w').write('x')\n"
+            "try: os.listdir(f'/proc/{os.getppid()}/fd'); print('supervisor open')\nexcept OSError: print('supervisor closed')")
+    # rlimits-only runs as the trainer's uid (root here), which may open the supervisor's fds; its last-line report still wins
+    assert r.stdout.split()[:2] == ['True', 'supervisor'] and r.verdict == 'OK', r
+    if run.level != 'rlimits-only': assert r.stdout.split()[2] == 'closed', r
+
+def test_guard_sees_a_leak():
+    "The invariants the guard checks can fail: a process of a free slot uid and a tagged process are both seen."
+    uid = max(SLOT_UIDS)
+    p = subprocess.Popen(['sleep', '30'], user=uid, group=uid, extra_groups=[])
+    q = subprocess.Popen([sys.executable, '-c', tag("import time; time.sleep(30)")])
+    try:
+        deadline = time.monotonic() + 5
+        while q.pid not in leftovers(MARK) and time.monotonic() < deadline: time.sleep(0.05)
+        assert (p.pid, uid) in stray_processes() and q.pid in leftovers(MARK)
+    finally:
+        for x in (p, q): x.kill(); x.wait()
 
 def test_only_standard_fds(run):
     r = run("import os\nprint(sorted(int(f) for f in os.listdir('/proc/self/fd')))")
     assert r.stdout.strip() in ('[0, 1, 2]', '[0, 1, 2, 3]')   # 3 is the listdir handle itself
+
+def new_run_dirs(before:set, timeout=20.0) -> set:
+    "Run dirs that appeared since `before` and stay: other sessions' runs share the base dir, but theirs go away."
+    return set(_settled(lambda: sorted(set(os.listdir(sbx._base_dir())) - before - {'slots'}), timeout))
 
 def test_run_dir_removed_even_if_chmod_0(run):
     before = set(os.listdir(sbx._base_dir()))
     src = "import os\nos.makedirs('a/b')\nopen('a/b/f', 'w').write('x')\nos.chmod('a/b', 0)\nos.chmod('a', 0)\nprint(os.getcwd())"
     r = run(src)
     assert r.verdict == 'OK', r
-    assert set(os.listdir(sbx._base_dir())) - before == set()
+    assert new_run_dirs(before) == set()
     assert os.stat(sbx._base_dir()).st_mode & 0o777 == 0o711   # cleanup never loosens or tightens the base dir
 
 def test_writes_outside_run_dir(crun):
@@ -263,21 +447,75 @@ def test_writes_outside_run_dir(crun):
     assert f"denied {os.path.join(here, m)}" in r.stdout       # the repository is never writable
     for t in targets: assert not os.path.exists(t), t
 
-@pytest.mark.skipif(BEST != 'bwrap', reason="reading and network isolation need bubblewrap")
-def test_bwrap_cannot_read_trainer_files_or_network():
-    here = os.path.abspath(__file__)
-    r = run_code(f"import os\ntry: open({here!r}).read(); print('read')\nexcept OSError: print('denied')\n"
-                 f"print(os.path.exists('/root/.ssh'), os.path.exists({os.path.dirname(here)!r}))")
-    assert r.stdout.split() == ['denied', 'False', 'False']
-    srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(1)
+READ_PROBE = """import os, sys
+for p in sys.argv[1:] if len(sys.argv) > 1 else PATHS:
+    try:
+        with open(p, 'rb') as f: f.read(1)
+        print('read', p)
+    except OSError as e: print('denied', p, type(e).__name__)
+"""
+
+def _up(path:str) -> str:
+    "`path` reached from the run's cwd by `../..`: enough `..` to climb to / from any run dir, then down."
+    return '../' * 12 + path.lstrip('/')
+
+def test_reading_the_dataset_is_denied(run, tmp_path):
+    """The datasets and the trainer's files, by absolute and by `../..` path. Under bubblewrap nothing of the host
+    outside /usr, /etc and the interpreter is there at all; with a slot uid, files the trainer keeps private (a 0700
+    directory, as pytest's tmp_path and /root are) stay unreadable; world-readable files are readable there."""
+    if run.level == 'rlimits-only': pytest.skip("rlimits-only runs as the trainer's uid and can read what it can")
+    data = tmp_path / 'dataset'; data.mkdir(); (data / 'test.jsonl').write_text('{"expected": "42"}\n')
+    private = [str(data / 'test.jsonl')]
+    public = [os.path.abspath(__file__), os.path.join(REPO, 'pyproject.toml'), os.path.join(REPO, 'settings.ini')]
+    public = [p for p in public if os.path.exists(p)]
+    paths = private + [_up(p) for p in private]
+    if run.level == 'bwrap': paths += public + [_up(p) for p in public]
+    r = run(READ_PROBE.replace('PATHS', repr(paths)))
+    assert r.verdict == 'OK', r
+    assert [l.split()[0] for l in r.stdout.splitlines()] == ['denied'] * len(paths), r.stdout
+    if run.level != 'bwrap': return
+    r = run(f"import os\nprint(os.path.exists({REPO!r}), os.path.exists({str(tmp_path)!r}), sorted(os.listdir('/')))")
+    exists_repo, exists_tmp, *root = r.stdout.split(maxsplit=2)
+    assert (exists_repo, exists_tmp) == ('False', 'False'), r.stdout
+
+def test_loopback_service_denied(run):
+    "A service the trainer listens on (a socket server in this process) is unreachable from the run."
+    if run.level != 'bwrap': pytest.skip(f"{run.level} has no network namespace: loopback is reachable (needs bubblewrap)")
+    srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(4); srv.settimeout(0.5)
+    got = []
+    def accept():
+        try: got.append(srv.accept()[0])
+        except OSError: pass
+    t = threading.Thread(target=accept); t.start()
     try:
         port = srv.getsockname()[1]
-        r = run_code(f"import socket\ntry: socket.create_connection(('127.0.0.1', {port}), timeout=1); print('connected')\n"
-                     "except OSError as e: print('denied')")
-        assert r.stdout.strip() == 'denied'
-    finally: srv.close()
-    r = run_code("import glob; print(glob.glob('/dev/nvidia*'))")
-    assert r.stdout.strip() == '[]'
+        src = (f"import socket\ntry: socket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'hi'); print('connected')\n"
+               "except OSError as e: print('denied', type(e).__name__)\n"
+               "try: socket.create_connection(('1.1.1.1', 53), timeout=1); print('internet')\n"
+               "except OSError as e: print('denied', type(e).__name__)")
+        r = run(src)
+        assert [l.split()[0] for l in r.stdout.splitlines()] == ['denied', 'denied'], r.stdout
+    finally:
+        t.join(); srv.close()
+        for c in got: c.close()
+    assert got == [], "the sandboxed program reached the trainer's server"
+
+GPU_VARS = ('CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES', 'ROCR_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES',
+            'GPU_DEVICE_ORDINAL', 'NVIDIA_DRIVER_CAPABILITIES')
+
+def test_no_gpu_visible(run, monkeypatch):
+    "No GPU variable from the trainer, CUDA told there are no devices (''), and under bubblewrap no GPU device nodes."
+    for v in GPU_VARS: monkeypatch.setenv(v, '0,1')
+    r = run("import os, glob, json\n"
+            f"print(json.dumps({{v: os.environ.get(v) for v in {GPU_VARS!r}}}))\n"
+            "print(json.dumps(sorted(glob.glob('/dev/nvidia*') + glob.glob('/dev/dri*') + glob.glob('/dev/kfd'))))\n"
+            "print(json.dumps(sorted(os.listdir('/dev'))))")
+    import json
+    env, gpus, dev = map(json.loads, r.stdout.splitlines())
+    assert env == {'CUDA_VISIBLE_DEVICES': '', **{v: None for v in GPU_VARS[1:]}}, env
+    if run.level == 'bwrap':
+        assert gpus == [] and set(dev) <= {'core', 'fd', 'full', 'null', 'ptmx', 'pts', 'random', 'shm', 'stderr',
+                                           'stdin', 'stdout', 'tty', 'urandom', 'zero', 'mqueue'}, dev
 
 @pytest.mark.skipif(BEST != 'bwrap', reason="mounts need bubblewrap")
 def test_bwrap_expose_mounts_read_only(tmp_path):
@@ -286,6 +524,17 @@ def test_bwrap_expose_mounts_read_only(tmp_path):
     src = f"print(open({str(data)!r}).read())\ntry: open({str(data)!r}, 'w')\nexcept OSError: print('read-only')"
     assert run_code(src, expose=[str(tmp_path)]).stdout.split() == ['payload', 'read-only']
     assert run_code(src).verdict == 'RE'   # not exposed: not there
+
+@pytest.mark.slow
+def test_million_small_files_cleaned_up(run):
+    "A program that tries to make a million files: stopped by its limits (CPU time, or the tmpfs), and all removed."
+    before = set(os.listdir(sbx._base_dir()))
+    src = tag("import os\nfor i in range(1_000_000):\n    open(f'f{i}', 'w').close()\n"
+              "    if i % 1000 == 0: print(i, flush=True)\nprint('done')")
+    r = run(src, time_limit=3)
+    assert r.verdict in ('TLE', 'RE', 'OK'), r
+    assert len(r.stdout.split()) > 2, r                 # it did make thousands
+    assert new_run_dirs(before) == set()
 
 @pytest.mark.skipif(BEST != 'bwrap', reason="the tmpfs cap needs bubblewrap")
 def test_bwrap_many_small_files_and_disk_cap():
@@ -298,8 +547,19 @@ def test_bwrap_many_small_files_and_disk_cap():
 
 # ---- the sandbox's own failures are IE, never an exception or a silent zero
 def test_infrastructure_error(run):
-    r = run_code("print(1)", expected="1", python='/nonexistent/python3', isolation=IDS[0])
+    r = run_code("print(1)", expected="1", python='/nonexistent/python3', isolation=run.level)
     assert r.verdict == 'IE' and r.message and not r.passed
+
+def test_infrastructure_errors_are_counted():
+    "The pool counts IE like any verdict, so a broken sandbox shows up; it never becomes a silent WA or a zero."
+    with Sandbox(workers=1, python='/nonexistent/python3') as sb:
+        rs = sb.run_many([("print(1)", "", "1")] * 2)
+    assert [r.verdict for r in rs] == ['IE', 'IE'] and sb.counts == {'IE': 2}
+
+def test_verdicts_are_typed():
+    assert set(VERDICTS) == {'AC', 'WA', 'RE', 'TLE', 'MLE', 'OLE', 'CE', 'INVALID', 'IE', 'OK'}
+    assert [v for v in VERDICTS if RunResult(v).passed] == ['AC', 'OK']   # INVALID and IE are never a pass
+    assert BEST in LEVELS
 
 def test_unknown_isolation_level():
     with pytest.raises(ValueError, match='not one of'): run_code("print(1)", isolation='chroot')
@@ -320,6 +580,13 @@ def test_sandbox_pool_and_worker():
     assert w.run_sync("print(input())", "hi", "hi").verdict == 'AC'
     assert asyncio.run(w.run("print(2)", expected="2")).passed
     w.close()
+
+def test_pool_is_sized_to_the_cores_and_runs_in_parallel():
+    assert Sandbox().workers == sbx._cores()
+    src = "import time; time.sleep(0.6); print(1)"   # waits, so only the pool's parallelism matters
+    with Sandbox(workers=4, time_limit=1.0) as sb:
+        t = time.monotonic(); rs = sb.run_many([(src, '', '1')] * 4); dt = time.monotonic() - t
+    assert [r.verdict for r in rs] == ['AC'] * 4 and dt < 1.8, (dt, [str(r) for r in rs])
 
 def test_trainer_alive():
     assert run_code("print('still here')", expected="still here").verdict == 'AC'
