@@ -201,3 +201,134 @@ def test_import_stays_light():
     import subprocess, sys
     code = "import sys, pettingllms_nb, pettingllms_nb.widgets.render, pettingllms_nb.widgets.stepthrough; print('ipywidgets' in sys.modules)"
     assert subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip() == 'False'
+
+# -- math and code states -----------------------------------------------------------------------------------------------
+
+from pettingllms_nb.engine.rollout import arollout
+from pettingllms_nb.envs.math import MathState
+from pettingllms_nb.widgets.render import (math_html, code_html, state_kind, verdict_badge, flag_badge, badge, as_dict,
+                                           VERDICT_COLOURS)
+
+def math_state(**kw):
+    return MathState(**{'problem': f'What is 6*7? {EVIL}', 'source': 'demo', 'problem_id': '1', 'tool_code': f'print(42)  # {EVIL}',
+                        'tool_verdict': 'OK', 'tool_output': f'42\n{EVIL}', 'tool_answer': '42', 'reasoning_response': f'so {EVIL} \\boxed{{42}}',
+                        'reasoning_answer': '42', 'agree': True, 'tool_correct': True, 'reasoning_correct': False,
+                        'tool_history': [{'code': f'while 1: pass  # {EVIL}', 'verdict': 'TLE', 'output': 'ERROR (TLE)', 'answer': None},
+                                         {'code': 'print(42)', 'verdict': 'OK', 'output': '42', 'answer': '42'}],
+                        'reasoning_history': [{'response': '\\boxed{41}', 'answer': f'41{EVIL}'}, {'response': '\\boxed{42}', 'answer': '42'}], **kw})
+
+def code_state(**kw):
+    return {'problem': f'Add two numbers. {EVIL}', 'source': 'demo', 'problem_id': '7', 'style': 'stdio', 'fn_name': '', 'starter_code': '',
+            'code': f'print(sum(map(int, input().split())))  # {EVIL}',
+            'code_history': [{'turn': 0, 'code': f'print(0) # {EVIL}', 'gen_pass_rate': 0.0, 'gt_pass_rate': 0.25},
+                             {'turn': 1, 'code': 'print(3)', 'gen_pass_rate': 0.5, 'gt_pass_rate': 0.5}],
+            'tests': [{'input': '1 2', 'output': '3'}, {'input': EVIL, 'output': EVIL}],
+            'invalid_tests': [{'input': f'in {EVIL}', 'output': f'out {EVIL}', 'why': f'reference prints 4 {EVIL}'}],
+            'test_results': [{'input': '1 2', 'expected': '3', 'got': '3', 'verdict': 'AC'},
+                             {'input': EVIL, 'expected': EVIL, 'got': f'Traceback {EVIL}', 'verdict': 'RE'}],
+            'gen_pass_rate': 0.5, 'gt_verdicts': ['AC', 'WA', 'TLE', 'MLE', 'OLE', 'RE', 'CE', 'IE'], 'gt_pass_rate': 0.125,
+            'tests_agree_rate': 1.0, 'single': False, **kw}
+
+def test_math_view():
+    ms = math_state()
+    h = math_html(ms)
+    assert '<script' not in h.lower() and h.count('&lt;script&gt;') >= 6   # problem, code, output, response, history code, answer
+    assert h == math_html(ms.to_dict()) and "data-verdict='OK'" in h and "data-verdict='TLE'" in h
+    assert '✔ agree' in h and '✔ tool correct' in h and '✘ reasoning correct' in h
+    assert "class='pllm-code'" in h and h.count('<tr>') == 2 + 1                        # two turns, one header row
+    assert 'no program yet' in math_html(MathState(problem='1+1?')) and 'no response yet' in math_html(MathState(problem='1+1?'))
+    assert "pllm-section pllm-changed" in math_html(ms, highlight=['tool_verdict']) and 'pllm-changed' not in h
+    for st in (ms, ms.to_dict()):
+        assert state_kind(as_dict(st)) == 'math' and render_state(st).startswith("<div class='pllm-state' data-state='math'>")
+
+def test_code_view():
+    cs = code_state()
+    h = code_html(cs)
+    assert '<script' not in h.lower() and h.count('&lt;script&gt;') >= 8   # problem, code, test input/expected/got, invalid, why, history
+    assert [h.count(f"data-verdict='{v}'") for v in ('AC', 'RE', 'WA', 'TLE', 'INVALID', 'IE')] == [2, 2, 1, 1, 1, 1]
+    assert 'hidden tests (shown to the viewer only' in h and 'passed 12% of 8' in h and 'reference prints 4' in h
+    assert h.count("class='pllm-test'") == 2 and 'the program passes 50%' in h and 'stdin → stdout' in h
+    call = code_html(code_state(style='call', fn_name='add', code=None, test_results=[], gen_pass_rate=None, gt_verdicts=[], code_history=[]))
+    assert 'function add' in call and 'no program yet' in call and 'not run yet' in call and call.count("class='pllm-test'") == 2
+    assert 'no valid tests yet' in code_html(code_state(tests=[], test_results=[]))
+    assert 'pllm-changed' in code_html(cs, highlight=['gt_verdicts']) and 'pllm-changed' not in h
+    assert state_kind(cs) == 'code' and "data-state='code'" in render_state(cs)
+    more = code_html(code_state(test_results=[{'input': '1', 'expected': '2', 'got': '1', 'verdict': 'WA', 'message': f'differs {EVIL}'}],
+                                public_pass_rate=1.0, hidden_pass_rate=0.0, infra_errors=2))    # fields the real CodeState adds
+    assert "title='differs &lt;script&gt;" in more and 'public 100%, hidden 0%' in more and '2 sandbox errors' in more
+    assert '<script' not in more.lower()
+
+def test_verdict_colours():
+    colour = lambda v: verdict_badge(v).split('background:')[1].split(';')[0]
+    assert colour('AC') == colour('ok') == '#1f883d' and colour('WA') == '#d1242f'
+    assert colour('TLE') == colour('MLE') == colour('OLE') == '#e67700' and colour('RE') == colour('CE') == '#82071e'
+    assert colour('INVALID') == '#8c959f' and colour('IE') == colour('worker_error') == '#8250df'
+    assert 'not run' in verdict_badge(None) and '&lt;script&gt;' in verdict_badge(EVIL) and '<script' not in verdict_badge(EVIL)
+    assert '✔ x' in flag_badge('x', True) and '✘ x' in flag_badge('x', 0) and '<script' not in badge(EVIL, title=EVIL)
+
+def test_stateful_state_keeps_its_board():
+    tr = rollout('stateful_sudoku', oracle_policy, seeds=[0])
+    assert state_kind(tr[-1].state_after) is None and "data-board='sudoku'" in render_state(tr[-1].state_after)
+
+def test_math_and_code_in_stepthrough():
+    before = math_state(tool_code=None, tool_verdict=None, tool_output=None, tool_answer=None).to_dict()
+    s = Step('s0', 'root', 'p', 0, 'tool_generator', {'text': EVIL}, EVIL, action=EVIL, state_after=math_state().to_dict())
+    c = Step('c0', 'croot', 'q', 0, 'code_generator', {'text': EVIL}, EVIL, state_after=code_state())
+    tr = Trace([s, c], roots={'root': before, 'croot': code_state(code=None)}, meta={'turn_order': ['tool_generator', 'code_generator']})
+    st = StepThrough(tr, phase='step')
+    assert "data-state='math'" in st.html and 'pllm-section pllm-changed' in st.html
+    st.slider.value = 1; assert "data-state='code'" in st.html
+    for i in range(len(tr) * len(PHASES)):
+        st.goto(*divmod(i, len(PHASES))); assert '<script' not in st.html.lower()
+
+# -- following a live rollout -------------------------------------------------------------------------------------------
+
+def test_follow_a_live_rollout_and_step_away():
+    live = Trace()
+    st = StepThrough(live, follow=True, phase='step')
+    assert 'waiting for its first step' in st.html and st.new_steps == 0
+    seen = []
+    def spy(req, rng):
+        if len(seen) == 3: st.prev_button.click()            # the person steps back (to the previous phase of step 2)
+        if len(seen) == 4: st.goto(0, 'generate')
+        seen.append((len(live), st.step, st.new_steps, st.live_button.layout.display, st.html))
+        return random_policy(req, rng)
+    out = rollout('stateful_sudoku', spy, seeds=[3], trace=live)
+    assert out is live and len(live) >= 6 and live.episodes
+    for n, step, new, shown, h in seen[:3]:                   # following: always at the newest step
+        assert step == max(n - 1, 0) and new == 0 and shown == 'none'
+        assert (f"data-step='{n - 1}' data-phase='step'" in h) if n else 'waiting' in h
+    assert seen[3][1:3] == (2, 0)                             # a phase back on the last step: still the live end
+    for k, (n, step, new, shown, h) in enumerate(seen[4:]):   # stepped away: the view stays, the new steps are counted
+        assert (step, new, shown) == (0, k, 'none' if k == 0 else '') and "data-step='0' data-phase='generate'" in h
+    assert st.new_steps == len(live) - 4 and f"new steps: {len(live) - 4}" in st.live_button.description
+    st.live_button.click()
+    assert (st.step, st.phase, st.new_steps, st.live_button.layout.display) == (len(live) - 1, 'generate', 0, 'none')
+    assert st.slider.max == len(live) - 1 and f"data-step='{len(live) - 1}'" in st.html
+
+def test_follow_in_the_event_loop():
+    import asyncio
+    async def main():
+        live = Trace()
+        st = StepThrough(live, follow=True)
+        task = asyncio.ensure_future(arollout('stateful_plan_path', oracle_policy, seeds=[1, 2], trace=live))
+        sizes = []
+        while not task.done():                                # the notebook's loop runs other work between turns
+            await asyncio.sleep(0)
+            sizes.append(len(live))
+            if len(live): assert f"data-step='{len(live) - 1}'" in st.html
+        await task
+        return live, st, sizes
+    live, st, sizes = asyncio.run(main())
+    assert any(0 < n < len(live) for n in sizes)              # it was seen mid-rollout, not only at the end
+    assert st.step == len(live) - 1 and f"data-step='{len(live) - 1}'" in st.html
+
+def test_follow_starts_at_the_newest_step_and_needs_a_trace(sudoku):
+    assert StepThrough(sudoku, follow=True).step == len(sudoku) - 1 and StepThrough(sudoku).step == 0
+    with pytest.raises(TypeError, match='needs a Trace'): StepThrough(list(sudoku), follow=True)
+
+def test_a_broken_view_never_stops_a_rollout(caplog):
+    live = Trace()
+    live.on_step.append(lambda s: 1 / 0)
+    tr = rollout('stateful_plan_path', oracle_policy, seeds=[1], trace=live)
+    assert tr is live and len(live) and live.episodes and 'on_step callback' in caplog.text

@@ -120,8 +120,8 @@ def _pick(rewards:list[float], select, rng:random.Random) -> int:
 # %% ../../nbs/12_rollout.ipynb #668ba6bb
 async def arollout(config_or_env, policies, mode:str="independent", n:int=1, seeds=(0,), select="best",
                    schedule:str|None=None, turn_order=None, max_turns:int|None=None, worker=None,
-                   sampling:dict|None=None, progress:bool=False, seed:int=0, **env_kwargs) -> Trace:
-    "Run rollouts (async). See `rollout`."
+                   sampling:dict|None=None, progress:bool=False, seed:int=0, trace:Trace|None=None, **env_kwargs) -> Trace:
+    "Run rollouts (async). See `rollout`; `trace`: record into this one (e.g. a `StepThrough` follows it) instead of a new one."
     if mode not in MODES: raise ValueError(f"mode={mode!r}; allowed: {MODES}")
     if not isinstance(n, int) or n < 1: raise ValueError(f"n={n!r}; expected an integer >= 1")
     if not callable(select) and select not in SELECTS: raise ValueError(f"select={select!r}; allowed: {SELECTS} or a function")
@@ -129,9 +129,10 @@ async def arollout(config_or_env, policies, mode:str="independent", n:int=1, see
     pol = resolve_policies(policies, spec.turn_order)
     samp = {r: {**spec.sampling.get(r, {}), **(sampling or {})} for r in spec.turn_order}
     rng = random.Random(seed)
-    trace = Trace(meta=dict(env=spec.env_name, env_kwargs=spec.env_kwargs, turn_order=spec.turn_order, mode=mode, n=n,
-                            schedule=spec.schedule, select=select if isinstance(select, str) else getattr(select, '__name__', 'custom'),
-                            seeds=list(seeds)))
+    meta = dict(env=spec.env_name, env_kwargs=spec.env_kwargs, turn_order=spec.turn_order, mode=mode, n=n, schedule=spec.schedule,
+                select=select if isinstance(select, str) else getattr(select, '__name__', 'custom'), seeds=list(seeds))
+    if trace is None: trace = Trace(meta=meta)
+    else: trace.meta.update(meta)
     slots = []
     for sd in seeds:
         for r in range(n if mode == 'independent' else 1):
@@ -176,7 +177,7 @@ async def arollout(config_or_env, policies, mode:str="independent", n:int=1, see
                 parent, gid = s.state_id, f"{s.uid}|t{turn}|{role}" + (f"|{s.state_id}" if mode == 'tree' else '')
                 keep = _pick([b[2].agent_reward for b in branches], select, random.Random(f"{seed}|{gid}")) if mode == 'tree' else 0
                 for j, (i, c, agent, env) in enumerate(branches):
-                    trace.steps.append(_record(s, role, turn, i, c, agent, env, parent, gid, j == keep))
+                    trace.add(_record(s, role, turn, i, c, agent, env, parent, gid, j == keep))
                 _, _, agent, env = branches[keep]
                 s.kept.append(trace.steps[-len(branches) + keep])
                 s.agents[role], s.env, s.state_id = agent, env, s.kept[-1].id

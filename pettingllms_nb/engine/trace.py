@@ -6,14 +6,16 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/trace.html.md"""
 
 # %% ../../nbs/11_trace.ipynb #6e3d0b61
 from __future__ import annotations
-import html, json, math, os, tempfile
+import html, json, logging, math, os, tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 # %% auto #0
-__all__ = ['Step', 'Episode', 'Trace', 'save', 'load']
+__all__ = ['log', 'Step', 'Episode', 'Trace', 'save', 'load']
 
 # %% ../../nbs/11_trace.ipynb #c1de903f
 @dataclass
@@ -63,6 +65,15 @@ class Trace:
         self.steps, self.episodes = list(steps or []), list(episodes or [])
         self.roots, self.meta = dict(roots or {}), dict(meta or {})
         self._by_id = None
+        self.on_step = []   # callbacks `fn(step)`, told of each step `add` records (e.g. a widget following a live rollout)
+
+    def add(self, step:Step) -> Step:
+        "Append `step` and tell each `on_step` callback; a failing callback is logged, never stops the rollout."
+        self.steps.append(step)
+        for fn in list(self.on_step):
+            try: fn(step)
+            except Exception: log.exception("Trace.on_step callback %r failed on step %s", fn, step.id)
+        return step
 
     def __len__(self): return len(self.steps)
     def __iter__(self): return iter(self.steps)

@@ -60,6 +60,10 @@ def _clip(s, n:int=2000) -> str:
     return s if len(s) <= n else s[:n // 2] + f"\n...({len(s) - n} characters cut)...\n" + s[-n // 2:]
 
 def _math_html(self:MathState) -> str:
+    try:
+        from pettingllms_nb.widgets.render import render_state
+        return render_state(self)
+    except Exception: pass   # the widgets module is optional here; fall back to a plain table
     rows = [('problem', f"{self.source}/{self.problem_id}: {self.problem}"), ('tool_code', self.tool_code),
             ('tool_verdict', self.tool_verdict), ('tool_output', self.tool_output), ('tool_answer', self.tool_answer),
             ('reasoning_answer', self.reasoning_answer), ('agree', self.agree),

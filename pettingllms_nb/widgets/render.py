@@ -1,4 +1,4 @@
-"""Pure functions that turn states, diffs and trace steps into HTML strings (SVG boards for Plan-Path, Sudoku and Sokoban), escaping everything a model wrote.
+"""Pure functions that turn states, diffs and trace steps into HTML strings (SVG boards for Plan-Path, Sudoku and Sokoban; maths and code states with verdict badges), escaping everything a model wrote.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/render.html.md"""
 
@@ -10,8 +10,9 @@ import html, json
 from typing import Any
 
 # %% auto #0
-__all__ = ['PHASES', 'CELL', 'BOARDS', 'esc', 'plan_path_svg', 'sudoku_svg', 'sokoban_svg', 'as_dict', 'game_kind', 'board_svg',
-           'kv_table', 'render_state', 'show', 'flatten', 'changed', 'render_diff', 'render_prompt',
+__all__ = ['PHASES', 'CELL', 'BOARDS', 'VERDICT_COLOURS', 'VIEWS', 'esc', 'plan_path_svg', 'sudoku_svg', 'sokoban_svg', 'as_dict',
+           'game_kind', 'board_svg', 'kv_table', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'math_html',
+           'code_html', 'state_kind', 'render_state', 'show', 'flatten', 'changed', 'render_diff', 'render_prompt',
            'render_completion', 'render_action', 'render_reward', 'render_step_card', 'render_phase']
 
 # %% ../../nbs/60_render.ipynb #d113efc3
@@ -118,11 +119,124 @@ def kv_table(d:dict, keys=None, highlight=(), limit:int=400) -> str:
     return f"<table class='pllm-kv'>{rows}</table>"
 
 # %% ../../nbs/60_render.ipynb #6b29838c
+VERDICT_COLOURS = {'AC': '#1f883d', 'OK': '#1f883d', 'WA': '#d1242f', 'TLE': '#e67700', 'MLE': '#e67700', 'OLE': '#e67700',
+                   'RE': '#82071e', 'CE': '#82071e', 'INVALID': '#8c959f', 'IE': '#8250df', 'WORKER_ERROR': '#8250df'}
+
+def badge(text, colour:str='#57606a', title:str='') -> str:
+    "A small coloured label with white text (escaped); `title` shows on hover."
+    t = f" title='{esc(title)}'" if title else ''
+    return (f"<span class='pllm-badge' style='background:{colour};color:#fff;border-radius:4px;padding:0 5px;"
+            f"font:11px monospace;margin-right:2px;white-space:nowrap'{t}>{esc(text)}</span>")
+
+def verdict_badge(verdict, why:str='') -> str:
+    "A sandbox verdict (AC, WA, TLE, RE, INVALID, IE, ...) as a badge in its colour, `why` on hover; None as 'not run'."
+    if verdict is None: return badge('not run', '#afb8c1')
+    v = str(verdict)
+    return f"<span class='pllm-verdict' data-verdict='{esc(v)}'>{badge(v, VERDICT_COLOURS.get(v.upper(), '#57606a'), why)}</span>"
+
+def flag_badge(label:str, value) -> str:
+    "A yes/no fact as a green ✔ or red ✘ badge."
+    return badge(f"{'✔' if value else '✘'} {label}", '#1f883d' if value else '#d1242f')
+
+def rate(x) -> str: return '—' if x is None else f"{x:.0%}"
+def _val(x, limit:int=300) -> str: return '—' if x is None else esc(x, limit)
+
+def _code(text, limit:int=8000) -> str:
+    return ("<pre class='pllm-code' style='margin:0;white-space:pre-wrap;max-height:24em;overflow:auto;background:#f6f8fa;"
+            f"padding:4px;border-radius:4px'><code>{esc(text, limit)}</code></pre>")
+
+def _section(title:str, body:str, keys=(), highlight=()) -> str:
+    "A titled block, marked changed (yellow) when one of its `keys` is in `highlight`."
+    hot = any(k in highlight for k in keys)
+    return (f"<div class='pllm-section{' pllm-changed' if hot else ''}' style='margin:4px 0;padding:4px;"
+            f"{'background:#fff3b0;' if hot else ''}border-left:3px solid #d0d7de'><b>{esc(title)}</b> {body}</div>")
+
+# %% ../../nbs/60_render.ipynb #0ce6e948
+def _math_history(d:dict) -> str:
+    tools, reasons = d.get('tool_history') or [], d.get('reasoning_history') or []
+    rows = []
+    for i in range(max(len(tools), len(reasons))):
+        t = tools[i] if i < len(tools) else {}
+        r = reasons[i] if i < len(reasons) else {}
+        code = f"<details><summary>code</summary>{_code(t.get('code') or '', 2000)}</details>" if t.get('code') else ''
+        rows.append(f"<tr><td>{i + 1}</td><td>{verdict_badge(t.get('verdict')) if t else ''}</td><td>{_val(t.get('answer'), 80) if t else ''}</td>"
+                    f"<td>{_val(r.get('answer'), 80) if r else ''}</td><td>{code}</td></tr>")
+    return ("<table class='pllm-history'><tr><th>turn</th><th>verdict</th><th>tool answer</th><th>reasoning answer</th><th></th></tr>"
+            f"{''.join(rows)}</table>")
+
+def math_html(state, highlight=()) -> str:
+    "A `math_env` state (a `MathState` or its dict): problem, program, verdict, output, reasoning, answers and history."
+    d = as_dict(state)
+    code = _code(d['tool_code']) if d.get('tool_code') is not None else '<i>no program yet</i>'
+    out = f"<small>output</small>{_pre(esc(d['tool_output'], 3000))}" if d.get('tool_output') else ''
+    tool = (f"{verdict_badge(d.get('tool_verdict')) if d.get('tool_code') is not None else ''} answer: "
+            f"<code class='pllm-answer'>{_val(d.get('tool_answer'), 200)}</code>{code}{out}")
+    reason = (f"boxed: <code class='pllm-answer'>{_val(d.get('reasoning_answer'), 200)}</code>{_pre(esc(d.get('reasoning_response'), 4000))}"
+              if d.get('reasoning_response') is not None else '<i>no response yet</i>')
+    flags = (flag_badge('agree', d.get('agree')) + flag_badge('tool correct', d.get('tool_correct'))
+             + flag_badge('reasoning correct', d.get('reasoning_correct')) + (badge('single agent') if d.get('single') else ''))
+    hist = d.get('tool_history') or d.get('reasoning_history')
+    return (f"<div class='pllm-math'><b>math</b> · {esc(d.get('source'))}/{esc(d.get('problem_id'))} {flags}"
+            + _section('problem', _pre(esc(d.get('problem'), 3000)), ('problem',), highlight)
+            + _section('tool agent', tool, ('tool_code', 'tool_verdict', 'tool_output', 'tool_answer'), highlight)
+            + _section('reasoning agent', reason, ('reasoning_response', 'reasoning_answer'), highlight)
+            + (_section('turns', _math_history(d), ('tool_history', 'reasoning_history'), highlight) if hist else '')
+            + "</div>")
+
+# %% ../../nbs/60_render.ipynb #1187f5d8
+def _tests_table(results:list, limit:int=300) -> str:
+    rows = ''.join(f"<tr class='pllm-test'><td>{i}</td><td>{_pre(_val(r.get('input'), limit))}</td><td>{_pre(_val(r.get('expected', r.get('output')), limit))}</td>"
+                   f"<td>{_pre(_val(r.get('got'), limit)) if 'got' in r else ''}</td><td>{verdict_badge(r.get('verdict'), r.get('message') or '')}</td></tr>"
+                   for i, r in enumerate(results))
+    return f"<table class='pllm-tests'><tr><th>#</th><th>input</th><th>expected</th><th>got</th><th>verdict</th></tr>{rows}</table>"
+
+def _code_history(hist:list) -> str:
+    rows = ''.join(f"<tr><td>{h.get('turn', i)}</td><td>{rate(h.get('gen_pass_rate'))}</td><td>{rate(h.get('gt_pass_rate'))}</td>"
+                   f"<td><details><summary>code</summary>{_code(h.get('code') or '', 2000)}</details></td></tr>" for i, h in enumerate(hist))
+    return f"<table class='pllm-history'><tr><th>turn</th><th>generated tests passed</th><th>hidden tests passed</th><th></th></tr>{rows}</table>"
+
+def code_html(state, highlight=()) -> str:
+    "A `code_env` state (or its dict): problem, latest code, generated tests and results, invalid tests, hidden-test verdicts, history."
+    d = as_dict(state)
+    sig = f"function {d.get('fn_name')}" if d.get('style') == 'call' else 'stdin → stdout'
+    code = _code(d['code']) if d.get('code') else '<i>no program yet</i>'
+    results = d.get('test_results') or [{**t, 'verdict': None} for t in d.get('tests') or []]
+    passed = 'not run yet' if d.get('gen_pass_rate') is None else f"the program passes {rate(d['gen_pass_rate'])}"
+    tests = (f"{len(d.get('tests') or [])} valid ({passed}; the reference solution passes {rate(d.get('tests_agree_rate'))})"
+             f"{_tests_table(results)}" if results else '<i>no valid tests yet</i>')
+    invalid = ''.join(f"<tr class='pllm-invalid'><td>{verdict_badge('INVALID')}</td><td>{_pre(_val(t.get('input')))}</td>"
+                      f"<td>{_pre(_val(t.get('output')))}</td><td class='pllm-why'>{_val(t.get('why'), 500)}</td></tr>" for t in d.get('invalid_tests') or [])
+    gt = d.get('gt_verdicts') or []
+    split = ', '.join(f"{k} {rate(d[f'{k}_pass_rate'])}" for k in ('public', 'hidden') if d.get(f'{k}_pass_rate') is not None)
+    hidden = (f"<span class='pllm-gt'>{''.join(verdict_badge(v) for v in gt)}</span> passed {rate(d.get('gt_pass_rate'))} of {len(gt)}"
+              f"{f' ({split})' if split else ''}" if gt else '<i>not run yet</i>')
+    infra = badge(f"{d['infra_errors']} sandbox errors", VERDICT_COLOURS['IE']) if d.get('infra_errors') else ''
+    return (f"<div class='pllm-code-state'><b>code</b> · {esc(d.get('source'))}/{esc(d.get('problem_id'))} · {esc(sig)}"
+            + (badge('single agent') if d.get('single') else '') + infra
+            + _section('problem', _pre(esc(d.get('problem'), 3000)), ('problem',), highlight)
+            + _section('code generator: latest program', code, ('code',), highlight)
+            + _section('test generator: generated tests', tests, ('tests', 'test_results', 'gen_pass_rate', 'tests_agree_rate'), highlight)
+            + (_section(f"invalid tests ({len(d['invalid_tests'])})", f"<table><tr><th></th><th>input</th><th>output</th><th>why</th></tr>{invalid}</table>", ('invalid_tests',), highlight) if invalid else '')
+            + _section('hidden tests (shown to the viewer only, never to the agents)', hidden, ('gt_verdicts', 'gt_pass_rate'), highlight)
+            + (_section('turns', _code_history(d['code_history']), ('code_history',), highlight) if d.get('code_history') else '')
+            + "</div>")
+
+# %% ../../nbs/60_render.ipynb #77983d29
 _SKIP = {'game', 'code_history', 'tool_output_history', 'tool_action_history', 'plan_action_history'}
 
+def state_kind(d:dict) -> str|None:
+    "Which dedicated view draws this state dict: 'math', 'code' or None."
+    if {'code_history', 'test_results'} <= d.keys(): return 'code'
+    if {'tool_verdict', 'reasoning_answer', 'tool_history'} <= d.keys(): return 'math'
+    return None
+
+VIEWS = {'math': math_html, 'code': code_html}
+
 def render_state(state, highlight=()) -> str:
-    "A state as HTML: its board as SVG (stateful env, or a bare game state) beside its other fields; else a key/value table."
+    "A state as HTML: a math or code view, or its board as SVG (stateful env, bare game) beside its other fields; else a key/value table."
     d = as_dict(state)
+    kind = state_kind(d)
+    if kind: return f"<div class='pllm-state' data-state='{kind}'>{VIEWS[kind](d, highlight)}</div>"
     board = board_svg(d)
     if not board: return f"<div class='pllm-state'>{kv_table(d, highlight=highlight)}</div>"
     rest = {k: v for k, v in d.items() if k not in _SKIP and v not in (None, {}, [])} if 'game' in d else {}

@@ -1,4 +1,4 @@
-"""`StepThrough` replays a `Trace` one phase at a time; `TreeView` and `GroupInspector` show sibling samples and AT-GRPO groups; `HumanTextPolicy` lets a person answer in a text box; `TrainingDashboard` follows `Trainer.fit`.
+"""`StepThrough` replays a `Trace` one phase at a time, or follows a live rollout; `TreeView` and `GroupInspector` show sibling samples and AT-GRPO groups; `HumanTextPolicy` lets a person answer in a text box; `TrainingDashboard` follows `Trainer.fit`.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/widgets.html.md"""
 
@@ -19,24 +19,32 @@ __all__ = ['StepThrough', 'render_tree', 'TreeView', 'render_groups', 'GroupInsp
 class StepThrough:
     "Replay a `Trace` one phase at a time: Play, a step slider, prev/next, a phase selector, one card per agent."
     def __init__(self, trace,                  # a `Trace` (or anything with `steps`, `state_before`, `meta`)
-                 step:int=0,                   # the step to show first
+                 step:int|None=None,           # the step to show first (default: the first; when following, the newest)
                  phase:str='update_from_env',  # the phase to show first
-                 interval:int=800):            # ms between positions when playing
+                 interval:int=800,             # ms between positions when playing
+                 follow:bool=False):           # follow a live rollout recording into `trace`: show each new step as it arrives
         import ipywidgets as W
         if phase not in PHASES: raise ValueError(f"phase={phase!r}; allowed: {PHASES}")
+        if follow and not hasattr(trace, 'on_step'):
+            raise TypeError(f"follow=True needs a Trace (it tells the widget of new steps); got a {type(trace).__name__}: call refresh() instead")
         self.trace, n = trace, len(trace)
+        if step is None: step = n - 1 if follow else 0
         self.slider = W.IntSlider(value=min(step, max(n - 1, 0)), min=0, max=max(n - 1, 0), description='step', continuous_update=False)
         self.phases = W.ToggleButtons(options=list(PHASES), value=phase, style={'button_width': '11.5em'})
         self.prev_button, self.next_button = W.Button(description='◀ prev'), W.Button(description='next ▶')
         self.play = W.Play(value=0, min=0, max=max(n * len(PHASES) - 1, 0), interval=interval, description='play')
         self.view = W.HTML()
+        self.live_button = W.Button(button_style='info', layout=W.Layout(display='none'))
+        self.follow, self.live, self._left_at = follow, True, n   # live: at the last step; _left_at: trace length when it stopped being
         for w in (self.slider, self.phases, self.prev_button, self.next_button, self.play): w.disabled = n == 0
         self._busy = False
         self.slider.observe(self._render, 'value'); self.phases.observe(self._render, 'value')
         self.play.observe(self._from_play, 'value')
         self.prev_button.on_click(lambda _: self.move(-1)); self.next_button.on_click(lambda _: self.move(1))
-        self.widget = W.VBox([W.HBox([self.play, self.prev_button, self.next_button, self.slider]), self.phases, self.view])
+        self.live_button.on_click(lambda _: self.goto_live())
+        self.widget = W.VBox([W.HBox([self.play, self.prev_button, self.next_button, self.slider, self.live_button]), self.phases, self.view])
         self.widget.add_class('pllm-stepthrough-widget')
+        if follow: trace.on_step.append(lambda _: self.refresh())
         self._render()
 
     @property
@@ -47,10 +55,21 @@ class StepThrough:
     def position(self) -> int: return self.step * len(PHASES) + PHASES.index(self.phase)
     @property
     def html(self) -> str: return self.view.value
+    @property
+    def new_steps(self) -> int:
+        "Steps recorded since the person navigated away from the live end (0 while following)."
+        return len(self.trace) - self._left_at if self.follow and not self.live else 0
 
     def _render(self, *_):
-        self.view.value = render_phase(self.trace, self.step, self.phase)
-        if not self._busy and len(self.trace):
+        n = len(self.trace)
+        if self.follow and not n: self.view.value = "<div class='pllm-stepthrough'><p><i>following a live rollout: waiting for its first step…</i></p></div>"
+        else: self.view.value = render_phase(self.trace, self.step, self.phase)
+        live = self.step >= n - 1
+        if self.live and not live: self._left_at = n
+        self.live = live
+        self.live_button.description = f"new steps: {self.new_steps} ▶ live"
+        self.live_button.layout.display = '' if self.new_steps else 'none'
+        if not self._busy and n:
             self._busy = True
             try: self.play.value = self.position
             finally: self._busy = False
@@ -76,12 +95,17 @@ class StepThrough:
         return self.goto(*divmod(p, len(PHASES)))
 
     def refresh(self):
-        "Follow a trace that is still growing (a live rollout appending steps): extend the slider and re-render."
+        "Catch up with a trace that grew: extend the slider, and (following, at the live end) move to the newest step."
         n = len(self.trace)
         self.slider.max, self.play.max = max(n - 1, 0), max(n * len(PHASES) - 1, 0)
         for w in (self.slider, self.phases, self.prev_button, self.next_button, self.play): w.disabled = n == 0
+        if self.follow and self.live and n: return self.goto(n - 1, self.phase)
         self._render()
         return self
+
+    def goto_live(self):
+        "Jump to the newest step (keeping the phase); when following, new steps are shown again as they arrive."
+        return self.goto(len(self.trace) - 1, self.phase)
 
     def _repr_mimebundle_(self, **kw): return self.widget._repr_mimebundle_(**kw)
     def __repr__(self): return f"StepThrough({len(self.trace)} steps, at step {self.step}, phase {self.phase})"
