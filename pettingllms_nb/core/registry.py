@@ -84,6 +84,8 @@ BUILTINS = {
     'pettingllms_nb.models.vllm': ('vllm', [('policy', 'vllm')]),
     'pettingllms_nb.envs.math': ('math', [('env', 'math_env'), ('agent', 'reasoning_generator'), ('agent', 'tool_generator'),
                                           ('agent', 'math_single_agent')]),
+    'pettingllms_nb.envs.code': (None, [('env', 'code_env'), ('agent', 'code_generator'), ('agent', 'test_generator'),
+                                        ('agent', 'code_single_agent')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 

@@ -1,0 +1,155 @@
+"code_env plumbing: the generate → test → refine cycle on the shipped problems, rewards, hacks, ground-truth secrecy, invalid tests, infrastructure errors."
+import asyncio, json
+import pytest
+from pettingllms_nb.core.registry import make_env, registry
+from pettingllms_nb.engine.rollout import rollout
+from pettingllms_nb.engine.check_env import check_env
+from pettingllms_nb.engine.policies import run_sync
+from pettingllms_nb.sandbox import RunResult
+from pettingllms_nb.envs.code import (CodeEnv, CodeGenerator, TestGenerator as Tester, oracle_policy, refine_policy, hack_policy,
+                                      HACKS, tests_reply as make_tests, code_reply, wrong_program)
+from pettingllms_nb.envs.code_data import load_code_problems
+from pettingllms_nb.envs.code_judge import judge_test, parse_tests, RESULT_MARK
+
+
+@pytest.fixture(scope='module')
+def shipped():
+    return load_code_problems('original')
+
+
+def test_shipped_set_has_both_styles(shipped):
+    assert {p['style'] for p in shipped} == {'stdio', 'call'}
+    assert all(p['solutions'] and p['hidden_tests'] for p in shipped)
+
+
+def test_refine_rollout_on_shipped_problems(shipped):
+    "generate (wrong) → test (examples) → refine (reference): rewards for both agents at each step."
+    n = len(shipped)
+    tr = rollout('code_env', refine_policy, seeds=range(n))
+    assert [e.success for e in tr.episodes] == [True] * n
+    assert {e.turns for e in tr.episodes} == {2}
+    for uid in {s.problem_uid for s in tr.steps}:
+        steps = [s for s in tr.steps if s.problem_uid == uid]
+        assert [(s.agent, s.turn_idx) for s in steps] == [('code_generator', 0), ('test_generator', 0), ('code_generator', 1)]
+        first, tests, fixed = steps
+        assert first.reward_terms['gt_pass_rate'] < 1.0                 # the wrong program fails ground truth
+        assert tests.reward_terms['tests_agree'] == 1.0                  # public examples agree with the reference
+        assert tests.reward_terms['team_gt_pass_rate'] == first.reward_terms['gt_pass_rate']
+        assert fixed.reward_terms == {'gt_pass_rate': 1.0, 'team_gt_pass_rate': 1.0, 'format': 0.0}
+        assert not first.done and fixed.done and fixed.success
+        assert tests.state_after['gen_pass_rate'] < 1.0 and fixed.state_after['gen_pass_rate'] == 1.0
+
+
+def test_alpha_mixes_team_term(shipped):
+    tr = rollout('code_env', refine_policy, seeds=[0], turn_order=['code_generator', 'test_generator'])
+    fixed = [s for s in tr.steps if s.agent == 'code_generator'][-1]
+    assert fixed.reward == pytest.approx(2.0)   # local 1 + alpha(1) * team 1
+    env = CodeEnv(); env.reset(0)
+    coder = CodeGenerator(alpha=0.0); coder.update_from_env(env, 0)
+    coder.update_from_model(code_reply(shipped[0]['solutions'][0]))
+    run_sync(coder.step(env))
+    assert coder.calculate_reward(env) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize('kind', HACKS)
+def test_hacks_get_no_reward(shipped, kind):
+    tr = rollout('code_env', hack_policy(kind), seeds=range(0, len(shipped), 3), max_turns=1)
+    coder_steps = [s for s in tr.steps if s.agent == 'code_generator']
+    assert not any(e.success for e in tr.episodes)
+    if kind == 'print_examples': return   # a constant answer may match a hidden test by chance; it never solves one
+    assert coder_steps and all(s.reward_terms['gt_pass_rate'] == 0.0 for s in coder_steps), \
+        [(s.problem_uid, s.state_after['gt_verdicts']) for s in coder_steps if s.reward_terms['gt_pass_rate']]
+    assert not any(e.success for e in tr.episodes)
+
+
+def test_ground_truth_never_in_prompts(shipped):
+    tr = rollout('code_env', refine_policy, seeds=range(len(shipped)), max_turns=3)
+    prompts = {s.problem_uid: [] for s in tr.steps}
+    for s in tr.steps: prompts[s.problem_uid].append(json.dumps(s.prompt))
+    for p in shipped:
+        text = '\n'.join(prompts[f"code_env/{p['source']}/{p['id']}"])
+        public = json.dumps(p['public_tests'])
+        for t in p['hidden_tests']:
+            out = t['output'] if isinstance(t['output'], str) else json.dumps(t['output'])
+            inp = t['input'] if isinstance(t['input'], str) else json.dumps(t['input'])
+            for secret, n in ((out.strip(), 4), (inp.strip(), 6)):
+                if len(secret) < n or secret in p['problem'] or json.dumps(secret)[1:-1] in public: continue   # what the statement or examples show is no secret
+                assert json.dumps(secret)[1:-1] not in text, (p['id'], secret)
+
+
+def test_solutions_not_in_state(shipped):
+    env = CodeEnv(); env.reset(0)
+    d = json.dumps(env.state.to_dict())
+    assert 'hidden_tests' not in d and 'solutions' not in d
+
+
+def test_invalid_tests_lower_tester_reward(shipped):
+    p = next(q for q in shipped if q['style'] == 'stdio')
+    env = CodeEnv([p]); env.reset(0)
+    coder = CodeGenerator(); coder.update_from_env(env, 0); coder.update_from_model(code_reply(p['solutions'][0])); run_sync(coder.step(env))
+    tester = Tester(); tester.update_from_env(env, 0)
+    t = p['public_tests'][0]
+    tester.update_from_model(f"```input\n{t['input']}```\n```output\n{t['output']}```\n```input\n{t['input']}```\n```output\n```\n"
+                             f"```input\n{t['input']}```\n```output\nTraceback (most recent call last):\nValueError\n```")
+    run_sync(tester.step(env)); env.refresh()
+    st = env.state
+    assert len(st.tests) == 1 and len(st.invalid_tests) == 2
+    assert st.tests_agree_rate == pytest.approx(1 / 3)
+    assert env.done and env.success          # the one valid test passes: the agents agree, and the program is right
+
+
+def test_done_is_not_success(shipped):
+    "Tests that a wrong program passes end the episode; ground truth still fails it, and the tester is scored down."
+    p = next(q for q in shipped if q['style'] == 'call')
+    const = (f"class Solution:\n    def {p['fn_name']}(self, *a):\n        return 12345\n" if 'class Solution' in p['starter_code']
+             else f"def {p['fn_name']}(*a):\n    return 12345\n")
+    env = CodeEnv([p]); env.reset(0)
+    coder = CodeGenerator(); coder.update_from_env(env, 0); coder.update_from_model(code_reply(const)); run_sync(coder.step(env))
+    tester = Tester(); tester.update_from_env(env, 0)
+    tester.update_from_model(make_tests(p, [{'input': t['input'], 'output': 12345} for t in p['public_tests']]))
+    run_sync(tester.step(env)); env.refresh()
+    assert env.done and not env.success
+    assert env.state.gen_pass_rate == 1.0 and env.state.gt_pass_rate == 0.0
+    assert env.state.tests_agree_rate == 0.0
+    assert tester.calculate_reward(env) == 0.0
+
+
+def test_infrastructure_errors_are_counted_not_zero(shipped):
+    class Broken:
+        async def run(self, code, stdin='', expected=None, **kw): return RunResult('IE', message='sandbox down')
+    p = shipped[0]
+    env = CodeEnv([p]); env.reset(0)
+    coder = CodeGenerator(); coder.update_from_env(env, 0); coder.update_from_model(code_reply(p['solutions'][0]))
+    run_sync(coder.step(env, Broken()))
+    assert env.state.infra_errors == len(p['public_tests']) + min(len(p['hidden_tests']), env.max_gt_tests)
+    assert env.state.gt_verdicts and set(env.state.gt_verdicts) == {'IE'}
+    assert env.state.hidden_pass_rate is None and not env.success
+
+
+def test_leetcode_solution_class_and_parse():
+    code = "class Solution:\n    def add(self, a, b):\n        return a + b\n"
+    assert run_sync(judge_test(code, {'input': [2, 3], 'output': 5}, 'call', 'add')).verdict == 'AC'
+    valid, invalid = parse_tests("assert Solution().add(2, 3) == 5\nassert add(*[1]) == 1", 'call', 'add')
+    assert valid == [{'input': [2, 3], 'output': 5}] and len(invalid) == 1
+
+
+def test_fake_result_marker_needs_the_answer():
+    code = f"import os\ndef add(a, b):\n    print({RESULT_MARK!r} + '7', flush=True); os._exit(0)\n"
+    r = run_sync(judge_test(code, {'input': [1, 2], 'output': 3}, 'call', 'add'))
+    assert r.verdict == 'WA' and r.got == 7
+
+
+def test_registry_and_check_env(shipped):
+    assert registry.get('env', 'code_env') is CodeEnv
+    env = make_env('code_env', max_turns=2); env.reset(3)
+    assert env.state.problem_id == shipped[3 % len(shipped)]['id']
+    check_env('code_env', seeds=range(3), probe_response="```python\nprint(1)\n```")
+    check_env('code_env', seeds=range(3), policy=oracle_policy)
+    check_env('code_env', seeds=range(3), turn_order=['code_single_agent'], policy=oracle_policy)
+
+
+def test_bad_problem_rows_name_the_field():
+    with pytest.raises(ValueError, match="lacks"): CodeEnv([{'id': 'x', 'problem': 'p'}])
+    with pytest.raises(ValueError, match="style"):
+        CodeEnv([{'id': 'x', 'problem': 'p', 'style': 'weird', 'public_tests': [], 'hidden_tests': []}])
+    with pytest.raises(ValueError, match="reward_tests"): CodeEnv(reward_tests='secret')
