@@ -153,3 +153,13 @@ def test_bad_problem_rows_name_the_field():
     with pytest.raises(ValueError, match="style"):
         CodeEnv([{'id': 'x', 'problem': 'p', 'style': 'weird', 'public_tests': [], 'hidden_tests': []}])
     with pytest.raises(ValueError, match="reward_tests"): CodeEnv(reward_tests='secret')
+
+
+def test_presets_run_the_workflow():
+    from pettingllms_nb.core.config import load_config
+    tr = rollout(load_config('code_env'), refine_policy, seeds=[0, 8])
+    assert [(e.success, e.turns) for e in tr.episodes] == [(True, 2), (True, 2)]
+    tr = rollout(load_config('code_env_single'), oracle_policy, seeds=[0])
+    assert [(e.success, e.turns) for e in tr.episodes] == [(True, 1)]
+    gpu = load_config('gpu_code_qwen3_1.7b_lora')
+    assert (gpu.env.dataset, gpu.env.split, gpu.specialization, gpu.training.lr) == ('codecontests', 'train', 'lora', 5e-6)

@@ -161,15 +161,22 @@ def default_worker():
 
 def _contract(st:CodeState) -> str:
     if st.style == 'stdio': return "Write a complete Python 3 program that reads standard input and prints the answer to standard output."
-    start = f"\nStart from:\n```python\n{st.starter_code.rstrip()}\n```" if st.starter_code.strip() else ''
+    shown = st.starter_code.strip() and st.starter_code.strip() in st.problem   # statements often carry it already
+    start = f"\nStart from:\n```python\n{st.starter_code.rstrip()}\n```" if st.starter_code.strip() and not shown else ''
     return f"Write Python 3 code that defines `{st.fn_name}` (tests call it and compare the return value).{start}"
 
-def _show(v, n:int=300) -> str:
-    return _clip(v if isinstance(v, str) else json.dumps(v), n).rstrip('\n') or '(empty)'
+def _show(v, n:int=300, call:bool=False) -> str:
+    "A test value as an agent reads it: text as is (stdio), Python literals for function calls."
+    return _clip(repr(v) if call else v if isinstance(v, str) else json.dumps(v), n).rstrip('\n') or '(empty)'
+
+def _call_text(st:CodeState, args, n:int=300) -> str:
+    return _clip(f"{st.fn_name}({', '.join(map(repr, args))})" if isinstance(args, list) else repr(args), n)
 
 def _feedback(st:CodeState) -> str:
     if not st.test_results: return ''
-    lines = [f"Test {i + 1} [{r['verdict']}]: input {_show(r['input'])!s} | expected {_show(r['expected'])} | got {_show(r['got'])}"
+    c = st.style == 'call'
+    inp = (lambda r: _call_text(st, r['input'])) if c else (lambda r: _show(r['input']))
+    lines = [f"Test {i + 1} [{r['verdict']}]: input {inp(r)} | expected {_show(r['expected'], call=c)} | got {_show(r['got'], call=c)}"
              + (f" | {_clip(r['message'], 200)}" if r.get('message') and r['verdict'] not in ('AC', 'WA') else '')
              for i, r in enumerate(st.test_results)]
     return ("The test generator's tests on your program (they may be wrong too):\n" + '\n'.join(lines) + "\n\n")
@@ -236,7 +243,9 @@ class TestGenerator(Agent):
         st = env.state
         code = (f"The code generator's current program:\n```python\n{_clip(st.code, 6000)}\n```\n\n" if st.code is not None
                 else "The code generator has no program yet.\n\n")
-        prev = (f"Your previous tests gave:\n" + '\n'.join(f"- [{r['verdict']}] input {_show(r['input'], 120)} expected {_show(r['expected'], 120)}"
+        c = st.style == 'call'
+        show_in = (lambda r: _call_text(st, r['input'], 120)) if c else (lambda r: _show(r['input'], 120))
+        prev = (f"Your previous tests gave:\n" + '\n'.join(f"- [{r['verdict']}] input {show_in(r)} expected {_show(r['expected'], 120, c)}"
                                                            for r in st.test_results) + "\n\n") if turn_idx > 0 and st.test_results else ''
         return (f"{TESTER_INTRO}\n\nProblem:\n{st.problem}\n\n{_contract(st)}\n\n{code}{prev}"
                 f"Write up to {self.max_tests} small tests that check the problem's rules and edge cases; do not trust the program. "
