@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'REQUIRED', 'REWARD_TESTS', 'MAX_CODE_CHARS', 'CODER_INTRO', 'TESTER_INTRO', 'CODER_REWARDS', 'TESTER_REWARDS',
            'HACKS', 'CodeState', 'CodeEnv', 'GroundTruth', 'run_ground_truth', 'default_worker', 'CodeGenerator',
            'TestGenerator', 'CodeSingleAgent', 'tests_reply', 'code_reply', 'wrong_program', 'oracle_policy',
-           'refine_policy', 'hack_policy']
+           'refine_policy', 'hack_policy', 'code_scores']
 
 # %% ../../nbs/75_code_env.ipynb #b4f04b0a
 _PROBLEM_BY_TEXT: dict[str, dict] = {}   # statement -> problem, for scripted policies only (never shown to an agent)
@@ -379,3 +379,12 @@ def hack_policy(kind:str):
         return code_reply(body + head, f"Hack: {kind}.")
     policy.__name__ = f"hack_policy_{kind}"
     return policy
+
+# %% ../../nbs/75_code_env.ipynb #6d316118
+def code_scores(trace) -> dict:
+    "Solved rates over a trace's episodes: on the public tests, on the hidden tests, and the env's success (the reward tests)."
+    finals = [trace.state(e.final_id) for e in trace.episodes]
+    def solved(key): return [f[key] == 1.0 for f in finals if f.get(key) is not None]
+    pub, hid = solved('public_pass_rate'), solved('hidden_pass_rate')
+    return {'episodes': len(finals), 'success': sum(e.success for e in trace.episodes) / max(1, len(finals)),
+            'public_solved': sum(pub) / len(pub) if pub else None, 'hidden_solved': sum(hid) / len(hid) if hid else None}
