@@ -65,7 +65,8 @@ def _cmd_eval(args):
 
 def _cmd_demo(args):
     from pettingllms_nb.demo import run_demo
-    run_demo(out_dir=args.out, seeds=args.seeds, quick=args.quick, steps=args.steps, anchors=not args.no_anchors)
+    run_demo(out_dir=args.out, seeds=args.seeds, quick=args.quick, steps=args.steps, anchors=not args.no_anchors,
+             workers=args.workers)
     return 0
 
 # %% ../nbs/40_cli.ipynb #cea470a7
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("demo", help="the CPU demo: success rates per game, a table and a plot")
     s.add_argument("--out", default="outputs/demo"); s.add_argument("--seeds", type=int, default=100)
     s.add_argument("--steps", type=int, default=40, help="training steps per trained row")
+    s.add_argument("--workers", type=int, default=None, help="processes for the training rows (default: one per core, at most 3)")
     s.add_argument("--no-anchors", action="store_true", help="skip the scripted anchors table")
     s.add_argument("--quick", action="store_true", help="a smoke-sized run"); s.set_defaults(fn=_cmd_demo)
     return p

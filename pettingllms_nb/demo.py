@@ -152,33 +152,59 @@ def _evaluate(trainer, seeds) -> dict:
     m = trainer.evaluate(seeds=seeds, prefix='test')
     return {k.split('/', 1)[1]: round(v, 4) for k, v in m.items()}
 
-def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=40, quick:bool=False, threads:int=1) -> dict:
+def _row_dir(out:Path, name:str) -> Path:
+    return out / 'runs' / name.replace(' ', '_').replace('+', 'plus').replace('(', '').replace(')', '')
+
+def _run_row(name:str, preset:str, train, overrides:list, out_dir:str, test_seeds:list, progress:bool=False, threads:int=1) -> tuple:
+    "Train one row (unless `train` is None) and evaluate it on `test_seeds`: `(name, row, curve)`. Runs in a worker process."
+    import torch
+    from pettingllms_nb.trainer import Trainer
+    torch.set_num_threads(threads)
+    t1 = time.perf_counter()
+    tr = Trainer(preset, overrides + (train or []), out_dir=out_dir, progress=progress)
+    curve = tr.fit() if train is not None else None
+    return name, {**_evaluate(tr, test_seeds), 'trained_steps': tr.step, 'seconds': round(time.perf_counter() - t1, 1)}, curve
+
+def _run_rows(jobs:list, workers:int, progress:bool, threads:int) -> list:
+    "Run the rows, in `workers` processes when more than one (training rows first: they take longest)."
+    if workers <= 1: return [_run_row(*j, progress=progress, threads=threads) for j in jobs]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from tqdm.auto import tqdm
+    from pettingllms_nb.demo import _run_row as run_row   # by its module path, so spawned processes can import it
+    order = sorted(jobs, key=lambda j: j[2] is None)
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
+        futs = [ex.submit(run_row, *j, progress=False, threads=threads) for j in order]
+        done = []
+        for f in tqdm(as_completed(futs), total=len(futs), desc=f"demo rows ({workers} processes)", disable=not progress):
+            done.append(f.result()); log.info("%s: %s", done[-1][0], done[-1][1]['success_rate'])
+    return done
+
+def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=40, quick:bool=False, threads:int=1,
+                 workers:int|None=None) -> dict:   # processes for the rows; default: one per core, at most 3
     "Train and evaluate the five rows; write summary.json, table.md and curves.png into `out_dir`."
     import torch
-    from pettingllms_nb.trainer import Trainer, build_tiny_base, plot_metrics
+    from pettingllms_nb.trainer import build_tiny_base
+    from pettingllms_nb.sandbox import _cores
     torch.set_num_threads(threads)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     if quick: seeds, steps = 8, 2
+    workers = workers or min(3, _cores())
     test_seeds = list(range(DEMO_SEED_BASE, DEMO_SEED_BASE + seeds))
     small = ['training.train_batch_size=4', 'training.train_sample_num=2', 'training.val_size=4', 'training.warmstart_steps=20'] if quick else []
     common = [f'training.total_training_steps={steps}', f'training.val_freq={max(1, steps // 4)}'] + small
     t0 = time.perf_counter()
     base = build_tiny_base(load_config('tiny_plan_path', common), out / 'base', systems=SYSTEMS_TRAINED)
-    on_base = [f'base_models.policy_0.path={base}']
-    rows, curves = {}, {}
-    for name, preset, train in ROWS:
-        t1 = time.perf_counter()
-        tr = Trainer(preset, common + on_base + (train or []), out_dir=out / 'runs' / name.replace(' ', '_').replace('+', 'plus').replace('(', '').replace(')', ''),
-                     progress=not quick)
-        if train is not None:
-            curves[name] = tr.fit()
-        rows[name] = {**_evaluate(tr, test_seeds), 'trained_steps': tr.step, 'seconds': round(time.perf_counter() - t1, 1)}
-        log.info("%s: %s", name, rows[name]['success_rate'])
+    jobs = [(name, preset, train, common + [f'base_models.policy_0.path={base}'], str(_row_dir(out, name)), test_seeds)
+            for name, preset, train in ROWS]
+    results = {name: (row, curve) for name, row, curve in _run_rows(jobs, workers, progress=not quick, threads=threads)}
+    rows = {name: results[name][0] for name, *_ in ROWS}
+    curves = {name: results[name][1] for name, _, train in ROWS if train is not None}
     table = "| method | success rate (%) on held-out seeds |\n|---|---:|\n" + '\n'.join(
         f"| {n} | {100 * r['success_rate']:.1f} |" for n, r in rows.items())
     mas0, mas1 = rows['two-agent system']['success_rate'], rows['two-agent system + AT-GRPO (shared policy)']['success_rate']
     summary = {'game': 'plan_path 4x4 (compact prompts)', 'model': 'tiny char-level Qwen3 (~90k parameters)', 'test_seeds': len(test_seeds),
-               'seed_range': [test_seeds[0], test_seeds[-1]], 'steps': steps, 'rows': rows, 'table': table,
+               'seed_range': [test_seeds[0], test_seeds[-1]], 'steps': steps, 'workers': workers, 'rows': rows, 'table': table,
                'at_grpo_gain_shared': round(mas1 - mas0, 4),
                'at_grpo_gain_lora': round(rows['two-agent system + AT-GRPO (per-agent LoRA)']['success_rate'] - mas0, 4),
                'seconds': round(time.perf_counter() - t0, 1)}
@@ -202,10 +228,11 @@ def _plot_curves(curves:dict, path):
     fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
 
 # %% ../nbs/41_demo.ipynb #894080e0
-def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, steps:int=40, anchors:bool=True, train:bool=True) -> dict:
+def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, steps:int=40, anchors:bool=True, train:bool=True,
+             workers:int|None=None) -> dict:
     "The README's main job: anchors for every game, then GRPO / AT-GRPO training of a tiny model; returns the summary."
     out = {}
     if anchors: out['anchors'] = run_anchors(out_dir, seeds=seeds, quick=quick)
-    if train: out['training'] = run_training(out_dir, seeds=seeds, steps=steps, quick=quick)
+    if train: out['training'] = run_training(out_dir, seeds=seeds, steps=steps, quick=quick, workers=workers)
     print(f"Saved to {Path(out_dir).resolve()}: summary.json, table.md, curves.png, anchors.json, anchors.md")
     return out
