@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--temperature", type=float, default=None); s.set_defaults(fn=_cmd_eval)
     s = sub.add_parser("demo", help="the CPU demo: success rates per game, a table and a plot")
     s.add_argument("--out", default="outputs/demo"); s.add_argument("--seeds", type=int, default=100)
-    s.add_argument("--steps", type=int, default=40, help="training steps per trained row")
+    s.add_argument("--steps", type=int, default=80, help="training steps per trained row")
     s.add_argument("--workers", type=int, default=None, help="processes for the training rows (default: one per core, at most 3)")
     s.add_argument("--no-anchors", action="store_true", help="skip the scripted anchors table")
     s.add_argument("--quick", action="store_true", help="a smoke-sized run"); s.set_defaults(fn=_cmd_demo)

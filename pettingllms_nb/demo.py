@@ -180,7 +180,7 @@ def _run_rows(jobs:list, workers:int, progress:bool, threads:int) -> list:
             done.append(f.result()); log.info("%s: %s", done[-1][0], done[-1][1]['success_rate'])
     return done
 
-def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=40, quick:bool=False, threads:int=1,
+def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=80, quick:bool=False, threads:int=1,
                  workers:int|None=None) -> dict:   # processes for the rows; default: one per core, at most 3
     "Train and evaluate the five rows; write summary.json, table.md and curves.png into `out_dir`."
     import torch
@@ -228,7 +228,7 @@ def _plot_curves(curves:dict, path):
     fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
 
 # %% ../nbs/41_demo.ipynb #894080e0
-def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, steps:int=40, anchors:bool=True, train:bool=True,
+def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, steps:int=80, anchors:bool=True, train:bool=True,
              workers:int|None=None) -> dict:
     "The README's main job: anchors for every game, then GRPO / AT-GRPO training of a tiny model; returns the summary."
     out = {}

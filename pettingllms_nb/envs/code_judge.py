@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/code_judge.html.md"""
 
 # %% ../../nbs/73_code_judge.ipynb #6ef33207
 from __future__ import annotations
-import ast, asyncio, json, logging, math, re
+import ast, asyncio, json, logging, math, re, warnings
 from dataclasses import dataclass, field
 from ..core.parsing import FormatError
 from ..sandbox import RunResult, run_code, outputs_match
@@ -173,7 +173,9 @@ def parse_call_tests(text:str, fn_name:str) -> tuple[list[dict], list[dict]]:
     for line in (text or '').splitlines():
         s = line.strip()
         if not s.startswith('assert'): continue
-        try: node = ast.parse(s).body[0]
+        try:
+            with warnings.catch_warnings():   # garbage is an invalid test, not a warning
+                warnings.simplefilter('ignore', SyntaxWarning); node = ast.parse(s).body[0]
         except SyntaxError: invalid.append({'input': None, 'output': None, 'why': f"not Python: {_clip(s, 120)}"}); continue
         t = node.test if isinstance(node, ast.Assert) else None
         if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):

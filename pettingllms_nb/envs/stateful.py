@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/stateful_env.html.md"""
 
 # %% ../../nbs/23_stateful_env.ipynb #8beb384a
 from __future__ import annotations
-import ast, copy, html, json, logging, random, re
+import ast, copy, html, json, logging, random, re, warnings
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -338,7 +338,9 @@ def compact_program(response) -> str:
     code = extract_code(response) if '```' in response else response.strip()
     if not code: raise FormatError("empty answer; expected a one-line Python program such as print(\"RRD\")")
     if len(code) > MAX_CODE_CHARS: raise FormatError(f"program too long ({len(code)} > {MAX_CODE_CHARS} characters)")
-    try: tree = ast.parse(code)
+    try:
+        with warnings.catch_warnings():   # a model's garbage (`1L`, `0x`) is a format error, not a warning in the trainer's log
+            warnings.simplefilter('ignore', SyntaxWarning); tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise FormatError(f"not a Python program ({type(e).__name__}: {str(e)[:80]})") from None
     if not tree.body: raise FormatError("the program has no statements (only comments or blank lines)")
