@@ -9,12 +9,7 @@ from pettingllms_nb.envs.code_data import (CODE_FIELDS, CODE_SOURCES, decode_lcb
 from pettingllms_nb.sandbox import Sandbox
 
 
-def _jsonl(path, rows):
-    path.write_text(''.join(json.dumps(r) + '\n' for r in rows)); return path
-
-def _parquet(path, rows):
-    pa = pytest.importorskip("pyarrow"); pq = pytest.importorskip("pyarrow.parquet")
-    pq.write_table(pa.Table.from_pylist(rows), path); return path
+from datafiles import write_jsonl as _jsonl, write_parquet as _parquet
 
 
 # -- the original problems ----------------------------------------------------------------------------------------

@@ -136,12 +136,7 @@ def test_real_sandbox_runs_the_program():
 DAPO = ("Solve the following math problem step by step. The last line of your response should be of the form Answer: $Answer "
         "(without quotes) where $Answer is the answer to the problem.\n\n{}\n\nRemember to put your answer on its own line after \"Answer:\".")
 
-def _jsonl(path, rows):
-    path.write_text(''.join(json.dumps(r) + '\n' for r in rows)); return path
-
-def _parquet(path, rows):
-    pa = pytest.importorskip("pyarrow"); pq = pytest.importorskip("pyarrow.parquet")
-    pq.write_table(pa.Table.from_pylist(rows), path); return path
+from datafiles import write_jsonl as _jsonl, write_parquet as _parquet
 
 def test_original_problems():
     ps = load_original()

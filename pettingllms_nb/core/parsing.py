@@ -10,8 +10,8 @@ import ast, json, re
 from typing import Any, Iterable
 
 # %% auto #0
-__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'FormatError', 'extract_code', 'all_boxed', 'extract_boxed', 'parse_literal',
-           'parse_actions', 'parse_grid']
+__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'FormatError', 'extract_code', 'extract_program', 'clip', 'all_boxed',
+           'extract_boxed', 'parse_literal', 'parse_actions', 'parse_grid']
 
 # %% ../../nbs/01_parsing.ipynb #4ebccf8b
 class FormatError(ValueError):
@@ -35,6 +35,18 @@ def extract_code(text:str, lang:str|None="python") -> str:
     code = blocks[-1][1].strip('\n')
     if not code.strip(): raise FormatError("the last code block is empty")
     return code
+
+# %% ../../nbs/01_parsing.ipynb #c7b62445
+def extract_program(text:str, max_chars:int=20_000) -> str:
+    "The last ```python block of `text`; a `FormatError` if there is none, it is empty, or it is longer than `max_chars`."
+    code = extract_code(text)
+    if len(code) > max_chars: raise FormatError(f"program too long ({len(code)} > {max_chars} characters)")
+    return code
+
+def clip(s, n:int=2000) -> str:
+    "`s` as text, with its middle cut out when it is longer than `n` characters."
+    s = '' if s is None else str(s)
+    return s if len(s) <= n else s[:n // 2] + f"\n...({len(s) - n} characters cut)...\n" + s[-n // 2:]
 
 # %% ../../nbs/01_parsing.ipynb #a61853e9
 def all_boxed(text:str) -> list[str]:

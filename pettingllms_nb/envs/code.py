@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ..core.state import EnvState
 from ..core.env import Env
 from ..core.agent import Agent
-from ..core.parsing import FormatError, extract_code
+from ..core.parsing import FormatError, extract_program, clip
 from ..core.rewards import RewardSpec, local, team, process
 from ..core.registry import register_env, register_agent, shared_worker
 from .code_judge import judge_tests, check_tests, parse_tests, pass_rate, MAX_TESTS, _jsonable
@@ -71,10 +71,6 @@ class CodeState(EnvState):
     single: bool = False                 # the single-agent baseline answered
 
 # %% ../../nbs/75_code_env.ipynb #ac916143
-def _clip(s, n:int=2000) -> str:
-    s = '' if s is None else str(s)
-    return s if len(s) <= n else s[:n // 2] + f"\n...({len(s) - n} characters cut)...\n" + s[-n // 2:]
-
 def _code_html(self:CodeState) -> str:
     try:
         from pettingllms_nb.widgets.render import render_state
@@ -84,7 +80,7 @@ def _code_html(self:CodeState) -> str:
                 ('generated tests', f"{len(self.tests)} valid, {len(self.invalid_tests)} invalid; pass rate {self.gen_pass_rate}"),
                 ('ground truth', f"{' '.join(self.gt_verdicts)} (pass rate {self.gt_pass_rate:.2f})")]
         tr = ''.join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th><td><pre style='margin:0;white-space:pre-wrap'>"
-                     f"{html.escape(_clip(v, 800))}</pre></td></tr>" for k, v in rows)
+                     f"{html.escape(clip(v, 800))}</pre></td></tr>" for k, v in rows)
         return f"<table class='pllm-state'>{tr}</table>"
 CodeState._repr_html_ = _code_html
 
@@ -167,17 +163,17 @@ def _contract(st:CodeState) -> str:
 
 def _show(v, n:int=300, call:bool=False) -> str:
     "A test value as an agent reads it: text as is (stdio), Python literals for function calls."
-    return _clip(repr(v) if call else v if isinstance(v, str) else json.dumps(v), n).rstrip('\n') or '(empty)'
+    return clip(repr(v) if call else v if isinstance(v, str) else json.dumps(v), n).rstrip('\n') or '(empty)'
 
 def _call_text(st:CodeState, args, n:int=300) -> str:
-    return _clip(f"{st.fn_name}({', '.join(map(repr, args))})" if isinstance(args, list) else repr(args), n)
+    return clip(f"{st.fn_name}({', '.join(map(repr, args))})" if isinstance(args, list) else repr(args), n)
 
 def _feedback(st:CodeState) -> str:
     if not st.test_results: return ''
     c = st.style == 'call'
     inp = (lambda r: _call_text(st, r['input'])) if c else (lambda r: _show(r['input']))
     lines = [f"Test {i + 1} [{r['verdict']}]: input {inp(r)} | expected {_show(r['expected'], call=c)} | got {_show(r['got'], call=c)}"
-             + (f" | {_clip(r['message'], 200)}" if r.get('message') and r['verdict'] not in ('AC', 'WA') else '')
+             + (f" | {clip(r['message'], 200)}" if r.get('message') and r['verdict'] not in ('AC', 'WA') else '')
              for i, r in enumerate(st.test_results)]
     return ("The test generator's tests on your program (they may be wrong too):\n" + '\n'.join(lines) + "\n\n")
 
@@ -190,15 +186,12 @@ class CodeGenerator(Agent):
 
     def build_prompt(self, env, turn_idx:int) -> str:
         st = env.state
-        prev = (f"Your previous program:\n```python\n{_clip(st.code, 6000)}\n```\n\n" if st.code is not None and turn_idx > 0 else '')
+        prev = (f"Your previous program:\n```python\n{clip(st.code, 6000)}\n```\n\n" if st.code is not None and turn_idx > 0 else '')
         ask = ("Fix the program where the tests show a real bug; keep it where a test is wrong. " if st.test_results else '')
         return (f"{CODER_INTRO}\n\nProblem:\n{st.problem}\n\n{_contract(st)}\n\n{prev}{_feedback(st) if turn_idx > 0 else ''}"
                 f"{ask}Reply with the whole program in one ```python block.")
 
-    def parse(self, response:str) -> str:
-        code = extract_code(response)
-        if len(code) > MAX_CODE_CHARS: raise FormatError(f"program too long ({len(code)} > {MAX_CODE_CHARS} characters)")
-        return code
+    def parse(self, response:str) -> str: return extract_program(response, MAX_CODE_CHARS)
 
     async def step(self, env, worker=None):
         st = env.state
@@ -241,7 +234,7 @@ class TestGenerator(Agent):
 
     def build_prompt(self, env, turn_idx:int) -> str:
         st = env.state
-        code = (f"The code generator's current program:\n```python\n{_clip(st.code, 6000)}\n```\n\n" if st.code is not None
+        code = (f"The code generator's current program:\n```python\n{clip(st.code, 6000)}\n```\n\n" if st.code is not None
                 else "The code generator has no program yet.\n\n")
         c = st.style == 'call'
         show_in = (lambda r: _call_text(st, r['input'], 120)) if c else (lambda r: _show(r['input'], 120))

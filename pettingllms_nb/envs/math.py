@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ..core.state import EnvState
 from ..core.env import Env
 from ..core.agent import Agent
-from ..core.parsing import FormatError, extract_boxed, extract_code
+from ..core.parsing import FormatError, extract_boxed, extract_program, clip
 from ..core.rewards import RewardSpec, local, team, process
 from ..core.registry import register_env, register_agent, make_worker, shared_worker
 from .math_check import MAX_ANSWER_CHARS, answer_text, explain_many
@@ -55,9 +55,6 @@ class MathState(EnvState):
     tool_history: list = field(default_factory=list)       # [{code, verdict, output, answer}] per tool turn
     reasoning_history: list = field(default_factory=list)  # [{response, answer}] per reasoning turn
 
-def _clip(s, n:int=2000) -> str:
-    s = '' if s is None else str(s)
-    return s if len(s) <= n else s[:n // 2] + f"\n...({len(s) - n} characters cut)...\n" + s[-n // 2:]
 
 def _math_html(self:MathState) -> str:
     try:
@@ -69,7 +66,7 @@ def _math_html(self:MathState) -> str:
             ('reasoning_answer', self.reasoning_answer), ('agree', self.agree),
             ('correct (tool, reasoning)', (self.tool_correct, self.reasoning_correct))]
     tr = ''.join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th><td><pre style='margin:0;white-space:pre-wrap'>"
-                 f"{html.escape(_clip(v, 600))}</pre></td></tr>" for k, v in rows)
+                 f"{html.escape(clip(v, 600))}</pre></td></tr>" for k, v in rows)
     return f"<table class='pllm-state'>{tr}</table>"
 MathState._repr_html_ = _math_html
 
@@ -155,10 +152,7 @@ class ToolGenerator(Agent):
                 "Write one Python program in a ```python block. It reads no input and must print the final answer alone on its "
                 f"last line (a number or an expression, e.g. 42 or 5/6). It must finish within {self.time_limit:g} seconds.")
 
-    def parse(self, response:str) -> str:
-        code = extract_code(response)
-        if len(code) > MAX_CODE_CHARS: raise FormatError(f"program too long ({len(code)} > {MAX_CODE_CHARS} characters)")
-        return code
+    def parse(self, response:str) -> str: return extract_program(response, MAX_CODE_CHARS)
 
     async def step(self, env, worker=None):
         st = env.state
@@ -172,8 +166,8 @@ class ToolGenerator(Agent):
                 verdict, out, err = 'worker_error', '', f"{type(e).__name__}: {e}"
             st.tool_verdict = verdict
             if verdict.strip().lower() in OK_VERDICTS:
-                st.tool_output, st.tool_answer = _clip(out.rstrip('\n')), tool_answer_of(out)
-            else: st.tool_output = f"ERROR ({verdict}):\n" + _clip((err or out).rstrip('\n'))
+                st.tool_output, st.tool_answer = clip(out.rstrip('\n')), tool_answer_of(out)
+            else: st.tool_output = f"ERROR ({verdict}):\n" + clip((err or out).rstrip('\n'))
         st.tool_history.append({'code': st.tool_code, 'verdict': st.tool_verdict, 'output': st.tool_output, 'answer': st.tool_answer})
         await _update_checks(env)
         self.success = st.tool_correct
@@ -200,15 +194,15 @@ class ReasoningGenerator(Agent):
         if st.tool_code is None: tool = "The tool agent wrote no program this turn.\n\n"
         else:
             label = "Its output" if st.tool_verdict and st.tool_verdict.strip().lower() in OK_VERDICTS else "It FAILED; error (not an answer)"
-            tool = (f"Tool agent's program:\n```python\n{_clip(st.tool_code, 4000)}\n```\n"
-                    f"{label}:\n```\n{_clip(st.tool_output or '(nothing)')}\n```\n\n")
+            tool = (f"Tool agent's program:\n```python\n{clip(st.tool_code, 4000)}\n```\n"
+                    f"{label}:\n```\n{clip(st.tool_output or '(nothing)')}\n```\n\n")
         return f"{REASONING_INTRO}\n\nProblem:\n{st.problem}\n\n{_history(st, turn_idx)}{tool}{ANSWER_FORMAT}"
 
     def parse(self, response:str) -> str: return parse_boxed_answer(response)
 
     async def step(self, env, worker=None):
         st = env.state
-        st.reasoning_response, st.reasoning_answer = _clip(self.response, 4000), self.current_action
+        st.reasoning_response, st.reasoning_answer = clip(self.response, 4000), self.current_action
         st.reasoning_turn = env.turn
         st.reasoning_history.append({'response': st.reasoning_response, 'answer': st.reasoning_answer})
         await _update_checks(env)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..core.state import EnvState
 from ..core.env import Env
 from ..core.agent import Agent
-from ..core.parsing import FormatError, MAX_PARSE_CHARS, extract_code, parse_actions
+from ..core.parsing import FormatError, MAX_PARSE_CHARS, extract_code, extract_program, parse_actions, clip
 from ..core.rewards import RewardSpec, local, team, process
 from ..core.registry import register_env, register_agent, make_worker, shared_worker
 from ..engine.policies import run_sync
@@ -224,16 +224,12 @@ class StatefulState(EnvState):
         return dict(sorted(out.items()))
 
 # %% ../../nbs/23_stateful_env.ipynb #6b95abd1
-def _clip(s, n:int=2000) -> str:
-    s = '' if s is None else str(s)
-    return s if len(s) <= n else s[:n // 2] + f"\n...({len(s) - n} characters cut)...\n" + s[-n // 2:]
-
 def _stateful_summary(self:StatefulState) -> str:
     g = self.game
     lines = [f"{self.benchmark}: solved={g.solved}" if g is not None else self.benchmark]
     if g is not None: lines.append(g.render())
     for k in ('tool_verdict', 'tool_action', 'tool_eval', 'plan_action', 'plan_result'):
-        lines.append(f"{k}: {_clip(json.dumps(getattr(self, k)), 300)}")
+        lines.append(f"{k}: {clip(json.dumps(getattr(self, k)), 300)}")
     return '\n'.join(lines)
 
 def _stateful_html(self:StatefulState) -> str:
@@ -242,7 +238,7 @@ def _stateful_html(self:StatefulState) -> str:
             ('tool_action', self.tool_action), ('tool_eval', self.tool_eval), ('plan_action', self.plan_action),
             ('plan_result', self.plan_result), ('turns', len(self.plan_action_history))]
     tr = ''.join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
-                 f"<td><pre style='margin:0;white-space:pre-wrap'>{html.escape(_clip(v if isinstance(v, str) else json.dumps(v), 600))}</pre></td></tr>"
+                 f"<td><pre style='margin:0;white-space:pre-wrap'>{html.escape(clip(v if isinstance(v, str) else json.dumps(v), 600))}</pre></td></tr>"
                  for k, v in rows)
     return (f"<div class='pllm-state'><b>{html.escape(self.benchmark)}</b><div style='display:flex;gap:1em;align-items:flex-start'>"
             f"{board}<table>{tr}</table></div></div>")
@@ -349,7 +345,7 @@ def compact_program(response) -> str:
     return code
 
 # %% ../../nbs/23_stateful_env.ipynb #16c84a2d
-def _show(x, n:int=200) -> str: return _clip(json.dumps(x), n)
+def _show(x, n:int=200) -> str: return clip(json.dumps(x), n)
 
 def _history(st:StatefulState, turn_idx:int, last:int=3) -> str:
     "What happened in the (up to `last`) turns before `turn_idx`."
@@ -416,9 +412,7 @@ class ToolCallAgent(GameAgent):
                 f"The program must finish within {self.time_limit:g} seconds.")
 
     def parse(self, response:str) -> str:
-        code = compact_program(response) if self.compact else extract_code(response)
-        if len(code) > MAX_CODE_CHARS: raise FormatError(f"program too long ({len(code)} > {MAX_CODE_CHARS} characters)")
-        return code
+        return compact_program(response) if self.compact else extract_program(response, MAX_CODE_CHARS)
 
     async def _run(self, code:str, worker) -> tuple[str, str, str]:
         try: res = await (worker or default_worker()).run(code, stdin="", time_limit=self.time_limit)
@@ -433,7 +427,7 @@ class ToolCallAgent(GameAgent):
         if self.current_action is not None:
             verdict, out, err = await self._run(self.current_action, worker)
             ok = verdict_ok(verdict)
-            st.tool_verdict, st.tool_output = verdict, _clip((out if ok else (err or out)).rstrip('\n'))
+            st.tool_verdict, st.tool_output = verdict, clip((out if ok else (err or out)).rstrip('\n'))
             if ok:
                 try: st.tool_action = self.parse_action(out, TOOL_MARKER)
                 except FormatError as e: st.tool_eval = {'error': f"no action in the output: {e}"}
@@ -462,8 +456,8 @@ class PlanAgent(GameAgent):
         if self.compact: return compact_prompt('plan_agent', st)
         proposed = _show(st.tool_action, 2000) if st.tool_action is not None else "none (no action could be read from the output)"
         return (f"{PLAN_INTRO}\n\n{describe_task(st.game)}\n{_history(st, turn_idx)}"
-                f"Tool agent's program:\n```python\n{_clip(st.tool_code or '(none: the tool agent wrote no program)', 4000)}\n```\n"
-                f"Its output (verdict: {st.tool_verdict or 'not run'}):\n```\n{_clip(st.tool_output or '(nothing)')}\n```\n"
+                f"Tool agent's program:\n```python\n{clip(st.tool_code or '(none: the tool agent wrote no program)', 4000)}\n```\n"
+                f"Its output (verdict: {st.tool_verdict or 'not run'}):\n```\n{clip(st.tool_output or '(nothing)')}\n```\n"
                 f"Its proposed action: {proposed}\n\n{_answer_format(game)}")
 
     def parse(self, response:str): return self.parse_action(response, "####")
