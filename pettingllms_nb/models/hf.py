@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/hf_policy.html.md"""
 
 # %% ../../nbs/51_hf_policy.ipynb #9c3686e9
 from __future__ import annotations
-import contextlib, hashlib, logging
+import contextlib, hashlib, logging, warnings
 from importlib.util import find_spec
 from pathlib import Path
 from fastcore.basics import patch
@@ -140,7 +140,9 @@ def add_adapter(self:HFPolicy, name:str, config=None, path=None):
     import torch
     from peft import PeftModel, get_peft_model
     if name in self.adapter_names: raise ValueError(f"adapter {name!r} already exists; adapters: {self.adapter_names}")
-    with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+    with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []), warnings.catch_warnings():
+        # PEFT probes a property that transformers 5 deprecates; the warning is theirs, not the user's to act on
+        warnings.filterwarnings('ignore', message='.*is_gradient_checkpointing.*', category=FutureWarning)
         torch.manual_seed(_seed_of(self.seed, "lora", name))
         if path is not None:
             if self.is_peft: self.model.load_adapter(str(path), adapter_name=name, is_trainable=True)
