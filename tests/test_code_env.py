@@ -148,11 +148,13 @@ def test_registry_and_check_env(shipped):
     check_env('code_env', seeds=range(3), turn_order=['code_single_agent'], policy=oracle_policy)
 
 
-def test_bad_problem_rows_name_the_field():
-    with pytest.raises(ValueError, match="lacks"): CodeEnv([{'id': 'x', 'problem': 'p'}])
-    with pytest.raises(ValueError, match="style"):
-        CodeEnv([{'id': 'x', 'problem': 'p', 'style': 'weird', 'public_tests': [], 'hidden_tests': []}])
+def test_bad_problem_rows_name_the_field(shipped):
+    "Your own problems go through the loaders' validator: any source name, the same schema."
+    with pytest.raises(ValueError, match="missing fields"): CodeEnv([{'id': 'x', 'problem': 'p'}])
+    with pytest.raises(ValueError, match="field 'style'"): CodeEnv([{**shipped[0], 'style': 'weird'}])
+    with pytest.raises(ValueError, match="field 'source'"): CodeEnv([{**shipped[0], 'source': ''}])
     with pytest.raises(ValueError, match="reward_tests"): CodeEnv(reward_tests='secret')
+    assert CodeEnv([{**shipped[0], 'source': 'mine'}]).problems[0]['source'] == 'mine'
 
 
 def test_presets_run_the_workflow():

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/code_env.html.md"""
 
 # %% ../../nbs/75_code_env.ipynb #6e50b702
 from __future__ import annotations
-import asyncio, html, json, logging, random, re
+import asyncio, json, logging, random, re
 from dataclasses import dataclass, field
 from ..core.state import EnvState
 from ..core.env import Env
@@ -19,29 +19,20 @@ from .code_judge import judge_tests, check_tests, parse_tests, pass_rate, MAX_TE
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'REQUIRED', 'REWARD_TESTS', 'MAX_CODE_CHARS', 'CODER_INTRO', 'TESTER_INTRO', 'CODER_REWARDS', 'TESTER_REWARDS',
-           'HACKS', 'CodeState', 'CodeEnv', 'GroundTruth', 'run_ground_truth', 'default_worker', 'CodeGenerator',
-           'TestGenerator', 'CodeSingleAgent', 'tests_reply', 'code_reply', 'wrong_program', 'oracle_policy',
-           'refine_policy', 'hack_policy', 'code_scores']
+__all__ = ['log', 'REWARD_TESTS', 'MAX_CODE_CHARS', 'CODER_INTRO', 'TESTER_INTRO', 'CODER_REWARDS', 'TESTER_REWARDS', 'HACKS',
+           'CodeState', 'CodeEnv', 'GroundTruth', 'run_ground_truth', 'CodeGenerator', 'TestGenerator',
+           'CodeSingleAgent', 'tests_reply', 'code_reply', 'wrong_program', 'oracle_policy', 'refine_policy',
+           'hack_policy', 'code_scores']
 
 # %% ../../nbs/75_code_env.ipynb #b4f04b0a
 _PROBLEM_BY_TEXT: dict[str, dict] = {}   # statement -> problem, for scripted policies only (never shown to an agent)
 
-REQUIRED = ('id', 'problem', 'style', 'public_tests', 'hidden_tests')
-
 def _problems(dataset:str|list, path=None, split:str|None=None) -> list[dict]:
-    if isinstance(dataset, (list, tuple)): rows = list(dataset)
-    else:
-        from pettingllms_nb.envs.code_data import load_code_problems
-        rows = load_code_problems(dataset, path=path, **({'split': split} if split else {}))
+    from pettingllms_nb.envs.code_data import load_code_problems, validate_problem
+    if isinstance(dataset, (list, tuple)): rows = [validate_problem(r) for r in dataset]   # your own problems: same schema
+    else: rows = load_code_problems(dataset, path=path, **({'split': split} if split else {}))   # loaders validate
     if not rows: raise ValueError(f"code_env: dataset {dataset if isinstance(dataset, str) else '(list)'} has no problems")
-    for i, r in enumerate(rows):
-        miss = [k for k in REQUIRED if k not in r]
-        if miss: raise ValueError(f"code_env: problem {i} ({r.get('id', '?')}) lacks {miss}; expected the code_data schema")
-        if r['style'] not in ('stdio', 'call'): raise ValueError(f"code_env: problem {r['id']}: style={r['style']!r}; expected 'stdio' or 'call'")
-        if r['style'] == 'call' and not r.get('fn_name'): raise ValueError(f"code_env: problem {r['id']}: call style needs fn_name")
-        if not (r['hidden_tests'] or r['public_tests']): raise ValueError(f"code_env: problem {r['id']} has no tests")
-        _PROBLEM_BY_TEXT[r['problem']] = r
+    for r in rows: _PROBLEM_BY_TEXT[r['problem']] = r
     return rows
 
 # %% ../../nbs/75_code_env.ipynb #ccbe941e
@@ -72,16 +63,8 @@ class CodeState(EnvState):
 
 # %% ../../nbs/75_code_env.ipynb #ac916143
 def _code_html(self:CodeState) -> str:
-    try:
-        from pettingllms_nb.widgets.render import render_state
-        return render_state(self)
-    except Exception:   # the widgets module is optional here; fall back to a plain table
-        rows = [('problem', f"{self.source}/{self.problem_id}: {self.problem}"), ('code', self.code),
-                ('generated tests', f"{len(self.tests)} valid, {len(self.invalid_tests)} invalid; pass rate {self.gen_pass_rate}"),
-                ('ground truth', f"{' '.join(self.gt_verdicts)} (pass rate {self.gt_pass_rate:.2f})")]
-        tr = ''.join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th><td><pre style='margin:0;white-space:pre-wrap'>"
-                     f"{html.escape(clip(v, 800))}</pre></td></tr>" for k, v in rows)
-        return f"<table class='pllm-state'>{tr}</table>"
+    from pettingllms_nb.widgets.render import render_state   # the code card: program, tests, verdicts
+    return render_state(self)
 CodeState._repr_html_ = _code_html
 
 # %% ../../nbs/75_code_env.ipynb #1efd50ac
@@ -151,10 +134,6 @@ async def run_ground_truth(env:CodeEnv, code:str, worker=None) -> GroundTruth:
 # %% ../../nbs/75_code_env.ipynb #081ce29e
 MAX_CODE_CHARS = 20_000
 
-def default_worker():
-    "The process-wide `sandbox` execution worker (for agents that were not handed one)."
-    return shared_worker("sandbox")
-
 def _contract(st:CodeState) -> str:
     if st.style == 'stdio': return "Write a complete Python 3 program that reads standard input and prints the answer to standard output."
     shown = st.starter_code.strip() and st.starter_code.strip() in st.problem   # statements often carry it already
@@ -195,7 +174,7 @@ class CodeGenerator(Agent):
 
     async def step(self, env, worker=None):
         st = env.state
-        worker = worker or default_worker()
+        worker = worker or shared_worker()
         if self.current_action is not None:
             st.code, st.code_turn = self.current_action, env.turn
             gt, tests = await asyncio.gather(run_ground_truth(env, st.code, worker), _run_generated(env, worker))
@@ -254,14 +233,14 @@ class TestGenerator(Agent):
 
     async def step(self, env, worker=None):
         st = env.state
-        worker = worker or default_worker()
+        worker = worker or shared_worker()
         if self.current_action is None: st.tests_history.append({'turn': env.turn, 'n_valid': 0, 'n_invalid': 0, 'agree_rate': None}); return
         valid, invalid = self.current_action['tests'], self.current_action['invalid']
         st.tests, st.invalid_tests = valid, invalid
         ref = _reference(env)
-        checks = await asyncio.gather(_run_generated(env, worker),
-                                      check_tests(ref, valid, st.style, st.fn_name, worker, **env.limits) if ref is not None and valid else _none())
-        agree = checks[1]
+        if ref is not None and valid:
+            _, agree = await asyncio.gather(_run_generated(env, worker), check_tests(ref, valid, st.style, st.fn_name, worker, **env.limits))
+        else: await _run_generated(env, worker); agree = []
         if ref is None: st.tests_agree_rate = None
         else:
             bad = [r for r in agree if r.verdict == 'INVALID']
@@ -271,8 +250,6 @@ class TestGenerator(Agent):
             st.tests_agree_rate = sum(r.verdict == 'AC' for r in real) / n if n else None
         st.tests_history.append({'turn': env.turn, 'n_valid': len(valid), 'n_invalid': len(st.invalid_tests), 'agree_rate': st.tests_agree_rate})
         self.success = st.tests_agree_rate == 1.0
-
-async def _none(): return []
 
 def _reference(env:CodeEnv) -> str|None:
     "A program known to be right: the dataset's reference solution, else the current program if it passes all ground truth."
@@ -316,14 +293,12 @@ def _problem_of(text:str) -> dict:
     if not found: raise KeyError("not a code_env prompt for a problem any CodeEnv has loaded")
     return _PROBLEM_BY_TEXT[max(found, key=len)]
 
-def _literal(v) -> str: return repr(v)
-
 def tests_reply(p:dict, tests:list|None=None) -> str:
     "A test-generator reply holding `tests` (default: the problem's public examples) in the problem's format."
     tests = p['public_tests'] if tests is None else tests
     if p['style'] == 'stdio': return '\n'.join(f"```input\n{t['input']}```\n```output\n{t['output']}```" for t in tests)
     call = f"Solution().{p['fn_name']}" if 'class Solution' in (p.get('starter_code') or '') else p['fn_name']
-    return "```python\n" + '\n'.join(f"assert {call}({', '.join(map(_literal, t['input']))}) == {_literal(t['output'])}" for t in tests) + "\n```"
+    return "```python\n" + '\n'.join(f"assert {call}({', '.join(map(repr, t['input']))}) == {t['output']!r}" for t in tests) + "\n```"
 
 def code_reply(code:str, note:str='') -> str: return f"{note}\n```python\n{code}\n```"
 

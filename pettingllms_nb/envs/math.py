@@ -57,17 +57,8 @@ class MathState(EnvState):
 
 
 def _math_html(self:MathState) -> str:
-    try:
-        from pettingllms_nb.widgets.render import render_state
-        return render_state(self)
-    except Exception: pass   # the widgets module is optional here; fall back to a plain table
-    rows = [('problem', f"{self.source}/{self.problem_id}: {self.problem}"), ('tool_code', self.tool_code),
-            ('tool_verdict', self.tool_verdict), ('tool_output', self.tool_output), ('tool_answer', self.tool_answer),
-            ('reasoning_answer', self.reasoning_answer), ('agree', self.agree),
-            ('correct (tool, reasoning)', (self.tool_correct, self.reasoning_correct))]
-    tr = ''.join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th><td><pre style='margin:0;white-space:pre-wrap'>"
-                 f"{html.escape(clip(v, 600))}</pre></td></tr>" for k, v in rows)
-    return f"<table class='pllm-state'>{tr}</table>"
+    from pettingllms_nb.widgets.render import render_state   # the math card: code, verdict, output, answers, history
+    return render_state(self)
 MathState._repr_html_ = _math_html
 
 # %% ../../nbs/71_math_env.ipynb #c73fe74e

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/math_data.html.md"""
 
 # %% ../../nbs/72_math_data.ipynb #08bb6fa8
 from __future__ import annotations
-import json, logging, re
+import gzip, json, logging, re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,14 +20,14 @@ __all__ = ['log', 'MATH_SOURCES', 'read_records', 'MathSource', 'load_original',
 
 # %% ../../nbs/72_math_data.ipynb #100dfaa7
 def read_records(path) -> list[dict]:
-    "The rows of a `.jsonl`/`.json` or `.parquet` file as dicts."
+    "The rows of a `.jsonl`/`.json`, `.jsonl.gz` or `.parquet` file as dicts."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"no such file: {path}")
     if path.suffix == '.parquet':
         try: import pyarrow.parquet as pq
         except ImportError: raise ImportError("reading Parquet needs pyarrow: pip install 'pettingllms-nb[data]'") from None
         return pq.read_table(path).to_pylist()
-    text = path.read_text(encoding='utf-8')
+    text = gzip.decompress(path.read_bytes()).decode('utf-8') if path.suffix == '.gz' else path.read_text(encoding='utf-8')
     if path.suffix == '.json' and text.lstrip().startswith('['): return json.loads(text)
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
