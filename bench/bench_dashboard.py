@@ -10,7 +10,7 @@ ratio also carries run-to-run noise).
 import argparse, os, tempfile, time
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 import torch
-from pettingllms_nb.trainer import Trainer
+from pettingllms_nb.training.trainer import Trainer
 from pettingllms_nb.widgets.stepthrough import TrainingDashboard
 
 

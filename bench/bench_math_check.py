@@ -7,7 +7,7 @@ job has a hard timeout, so the run cannot hang.
     python bench/bench_math_check.py [--n 1000] [--workers N] [--timeout 5]
 """
 import argparse, os, time
-from pettingllms_nb.envs.math_check import EQUIVALENCE_CASES, check_many, checker_pool, explain_many
+from pettingllms_nb.envs.math.checker import EQUIVALENCE_CASES, check_many, checker_pool, explain_many
 
 def pairs(n):
     "n (gold, prediction) pairs: the equivalence cases and varied numeric answers."

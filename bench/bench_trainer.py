@@ -9,8 +9,8 @@ sequences, the same loss), and a whole `train_step` (rollout + update). Prints u
 import argparse, os, tempfile, time
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 import torch
-from pettingllms_nb.trainer import Trainer
-from pettingllms_nb.advantages import at_grpo
+from pettingllms_nb.training.trainer import Trainer
+from pettingllms_nb.training.advantages import at_grpo
 
 
 def main():

@@ -5,7 +5,30 @@ This file is written by hand (nbdev only maintains `__version__`): it re-exports
 """
 __version__ = "0.0.1"
 
-import importlib as _importlib
+import importlib as _importlib, importlib.abc as _abc, importlib.util as _util, sys as _sys
+
+# Modules that moved when the package took its per-block layout; the old paths stay importable and give the very same
+# module object (so patching, isinstance and pickling agree). Each notebook says where its module used to live.
+_MOVED = {
+    'advantages': 'training.advantages', 'losses': 'training.losses', 'trainer': 'training.trainer',
+    'envs.games': 'envs.stateful.games', 'envs.games.plan_path': 'envs.stateful.games.plan_path',
+    'envs.games.sudoku': 'envs.stateful.games.sudoku', 'envs.games.sokoban': 'envs.stateful.games.sokoban',
+    'envs.math_check': 'envs.math.checker', 'envs.math_data': 'envs.math.data',
+    'envs.code_judge': 'envs.code.judge', 'envs.code_data': 'envs.code.data',
+}
+
+class _MovedModules(_abc.MetaPathFinder, _abc.Loader):
+    "Import `pettingllms_nb.<old path>` as the module now at its new path."
+    def find_spec(self, fullname, path=None, target=None):
+        old = fullname.partition(__name__ + '.')[2]
+        return _util.spec_from_loader(fullname, self) if fullname.startswith(__name__ + '.') and old in _MOVED else None
+    def create_module(self, spec):
+        module = _importlib.import_module(f"{__name__}.{_MOVED[spec.name.partition('.')[2]]}")
+        self._spec = module.__spec__
+        return module
+    def exec_module(self, module): module.__spec__ = self._spec   # importlib set it to the alias's; keep the real one
+
+if not any(isinstance(f, _MovedModules) for f in _sys.meta_path): _sys.meta_path.insert(0, _MovedModules())
 
 _PUBLIC = {
     'EnvState': 'core.state', 'Env': 'core.env', 'Agent': 'core.agent', 'AgentData': 'core.agent',

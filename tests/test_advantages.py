@@ -1,7 +1,7 @@
 "Advantages (GRPO / AT-GRPO grouping and maths) and the PPO-clip loss, against hand-computed numbers."
 import logging, math, random, subprocess, sys
 import pytest
-from pettingllms_nb.advantages import (grpo, at_grpo, grpo_key, at_grpo_key, is_tree, group_advantages, group_stats,
+from pettingllms_nb.training.advantages import (grpo, at_grpo, grpo_key, at_grpo_key, is_tree, group_advantages, group_stats,
                                        GroupStats, AdvantageStats, Advantages, mix_rewards, terms_reward, groups_table)
 from pettingllms_nb.core.rewards import RewardSpec, local, team, process
 from pettingllms_nb.engine.trace import Step, Trace
@@ -228,7 +228,7 @@ def test_mix_rewards():
 
 
 def test_logging(caplog):
-    with caplog.at_level(logging.INFO, logger='pettingllms_nb.advantages'):
+    with caplog.at_level(logging.INFO, logger='pettingllms_nb.training.advantages'):
         at_grpo([mk('p', reward=1.), mk('p', reward=1., rollout_idx=1)])
     msgs = [r.getMessage() for r in caplog.records]
     assert any('2 steps in 1 groups' in m for m in msgs)
@@ -236,14 +236,14 @@ def test_logging(caplog):
 
 
 def test_imports_stay_light():
-    code = "import sys, pettingllms_nb.advantages, pettingllms_nb.losses; print('torch' in sys.modules)"
+    code = "import sys, pettingllms_nb.training.advantages, pettingllms_nb.training.losses; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == 'False'
 
 
 # ---------------------------------------------------------------------------------------------------- the loss
 torch = pytest.importorskip('torch')
-from pettingllms_nb.losses import ppo_loss, masked_mean, build_batch, batch_from_steps, token_logprobs, token_entropy, PolicyBatch
+from pettingllms_nb.training.losses import ppo_loss, masked_mean, build_batch, batch_from_steps, token_logprobs, token_entropy, PolicyBatch
 
 
 def t(x, **kw): return torch.tensor(x, dtype=torch.float32, **kw)

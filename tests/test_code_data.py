@@ -4,7 +4,7 @@ import base64, gzip, json, logging, os, pickle, zlib
 import pytest
 
 from pettingllms_nb.envs import code_data
-from pettingllms_nb.envs.code_data import (CODE_FIELDS, CODE_SOURCES, decode_lcb_tests, encode_lcb_tests, humaneval_tests,
+from pettingllms_nb.envs.code.data import (CODE_FIELDS, CODE_SOURCES, decode_lcb_tests, encode_lcb_tests, humaneval_tests,
                                            load_code_problems, load_original, normalise_code_problem, validate_problem)
 from pettingllms_nb.sandbox import Sandbox
 

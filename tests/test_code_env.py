@@ -8,8 +8,8 @@ from pettingllms_nb.engine.policies import run_sync
 from pettingllms_nb.sandbox import RunResult
 from pettingllms_nb.envs.code import (CodeEnv, CodeGenerator, TestGenerator as Tester, oracle_policy, refine_policy, hack_policy,
                                       HACKS, tests_reply as make_tests, code_reply, wrong_program)
-from pettingllms_nb.envs.code_data import load_code_problems
-from pettingllms_nb.envs.code_judge import judge_test, parse_tests, RESULT_MARK
+from pettingllms_nb.envs.code.data import load_code_problems
+from pettingllms_nb.envs.code.judge import judge_test, parse_tests, RESULT_MARK
 
 
 @pytest.fixture(scope='module')

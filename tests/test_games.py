@@ -6,10 +6,10 @@ import pytest
 
 from pettingllms_nb.core.registry import make_env, registry, UnavailableError, RegistryError
 from pettingllms_nb.engine.policies import run_sync
-from pettingllms_nb.envs.games.plan_path import generate_plan_path, solve_plan_path, bfs_moves, PlanPathState
-from pettingllms_nb.envs.games.sudoku import (generate_sudoku, count_solutions, is_valid_grid, solve_sudoku, SudokuState,
+from pettingllms_nb.envs.stateful.games.plan_path import generate_plan_path, solve_plan_path, bfs_moves, PlanPathState
+from pettingllms_nb.envs.stateful.games.sudoku import (generate_sudoku, count_solutions, is_valid_grid, solve_sudoku, SudokuState,
                                               random_solution)
-from pettingllms_nb.envs.games.sokoban import generate_sokoban, solve_sokoban, SokobanState
+from pettingllms_nb.envs.stateful.games.sokoban import generate_sokoban, solve_sokoban, SokobanState
 from pettingllms_nb.envs.stateful import (StatefulEnv, StatefulState, ToolCallAgent, PlanAgent, StatefulSingleAgent, GAMES,
                                           TOOL_MARKER, oracle_response, random_response, oracle_policy, random_policy,
                                           try_action, verdict_ok, demonstration, sft_pairs, compact_action, compact_program,

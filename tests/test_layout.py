@@ -41,6 +41,6 @@ def test_public_names_resolve():
 
 def test_every_notebook_exports_a_module():
     import json
-    for nb in sorted((ROOT / 'nbs').glob('*.ipynb')):
+    for nb in sorted((ROOT / 'nbs').rglob('*.ipynb')):
         cells = json.loads(nb.read_text())['cells']
         assert any('default_exp' in ''.join(c['source']) for c in cells), f"{nb.name} has no #| default_exp"

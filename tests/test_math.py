@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 
 pytest.importorskip("math_verify")
-from pettingllms_nb.envs.math_check import (EQUIVALENCE_CASES, answer_text, check_answer, check_many, checker_pool,
+from pettingllms_nb.envs.math.checker import (EQUIVALENCE_CASES, answer_text, check_answer, check_many, checker_pool,
                                             explain_answer, explain_many)
-from pettingllms_nb.envs.math_data import decontaminate, load_original, load_problems, normalise_problem
+from pettingllms_nb.envs.math.data import decontaminate, load_original, load_problems, normalise_problem
 from pettingllms_nb.envs.math import (MathEnv, MathSingleAgent, ReasoningGenerator, ToolGenerator, oracle_policy,
                                       random_policy, respond)
 from pettingllms_nb.engine.policies import run_sync

@@ -5,10 +5,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch = pytest.importorskip("torch")
-from pettingllms_nb.trainer import Trainer, CachingWorker
+from pettingllms_nb.training.trainer import Trainer, CachingWorker
 from pettingllms_nb.engine.policies import Request
 from pettingllms_nb.engine.trace import Step
-from pettingllms_nb.advantages import grpo
+from pettingllms_nb.training.advantages import grpo
 
 SMALL = ['training.total_training_steps=3', 'training.val_freq=0', 'training.warmstart_steps=20', 'training.train_batch_size=2',
          'training.train_sample_num=2', 'training.val_size=2']
@@ -75,7 +75,7 @@ def test_text_only_completions_are_refused(tmp_path):
 RUN = textwrap.dedent('''
     import os, signal, sys, torch
     torch.set_num_threads(1)
-    from pettingllms_nb.trainer import Trainer
+    from pettingllms_nb.training.trainer import Trainer
     out, kill_at = sys.argv[1], int(sys.argv[2])
     ov = {ov!r}
     tr = Trainer('tiny_plan_path', ov, out_dir=out, progress=False, resume=True)

@@ -6,7 +6,7 @@ from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.engine.trace import Step, Trace
 from pettingllms_nb.engine.policies import Request
 from pettingllms_nb.envs.stateful import oracle_policy, random_policy, StatefulState
-from pettingllms_nb.advantages import group_stats, at_grpo, at_grpo_key
+from pettingllms_nb.training.advantages import group_stats, at_grpo, at_grpo_key
 from pettingllms_nb.widgets.render import (PHASES, esc, render_state, render_diff, render_prompt, render_completion, render_action,
                                            render_reward, render_step_card, render_phase, board_svg, changed, show)
 from pettingllms_nb.widgets.stepthrough import (StepThrough, TreeView, GroupInspector, HumanTextPolicy, human_widget,
