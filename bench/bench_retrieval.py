@@ -15,7 +15,8 @@ from pettingllms_nb.envs.search.retrieval import Fts5Index, Bm25sIndex, ScanRetr
 
 def passages(n:int, seed:int=0):
     "About `n` generated passages (people, organisations and cities of one world) and the world."
-    w = generate_world(seed, n_people=max(8, int(n * 0.55)), n_orgs=max(4, int(n * 0.25)), n_cities=max(4, int(n * 0.08)))
+    w = generate_world(seed, n_people=max(8, int(n * 0.55)), n_orgs=max(4, int(n * 0.25)),
+                       n_cities=max(4, int(n * 0.08)))
     return [as_passage(d) for d in w.docs[:n]], w
 
 def queries(w, docs, k:int, seed:int=0) -> list[str]:
@@ -50,7 +51,8 @@ def run(n:int, n_queries:int, scan_budget:float, tmp:Path) -> list[dict]:
     rate, scan_res = qps(scan, qs[:m])
     rows.append(dict(n=len(docs), backend=f'scan ({m} q)', build=build, qps=rate, size_mb=float('nan')))
     agree = sum([p.doc_id for p in a] == [p.doc_id for p in b] for a, b in zip(fts_res[:m], scan_res))
-    print(f"{len(docs):>9,} passages: generated in {gen:.1f} s; FTS5 and the scan agree on {agree}/{m} queries", flush=True)
+    print(f"{len(docs):>9,} passages: generated in {gen:.1f} s; FTS5 and the scan agree on {agree}/{m} queries",
+          flush=True)
     del scan
     return rows
 
@@ -70,7 +72,8 @@ def main():
     print(f"\n{'passages':>10} {'backend':<13} {'build s':>8} {'index MB':>9} {'queries/s':>10} {'vs scan':>8}")
     for r in rows:
         scan = next(x for x in rows if x['n'] == r['n'] and x['backend'].startswith('scan'))
-        print(f"{r['n']:>10,} {r['backend']:<13} {r['build']:>8.2f} {r['size_mb']:>9.1f} {r['qps']:>10.1f} {r['qps'] / scan['qps']:>7.0f}x")
+        print(f"{r['n']:>10,} {r['backend']:<13} {r['build']:>8.2f} {r['size_mb']:>9.1f} {r['qps']:>10.1f} "
+              f"{r['qps'] / scan['qps']:>7.0f}x")
     ns = sorted({r['n'] for r in rows})
     if len(ns) > 1:
         print("\ngrowth from the smallest size (x passages -> x build time, x time per query):")
@@ -79,8 +82,8 @@ def main():
             if ns[0] not in rs: continue
             for n in ns[1:]:
                 if n in rs:
-                    print(f"  {b:<6} {n / ns[0]:>6.0f}x passages -> {rs[n]['build'] / rs[ns[0]]['build']:>7.1f}x build, "
-                          f"{rs[ns[0]]['qps'] / rs[n]['qps']:>7.1f}x per query")
+                    build, per_query = rs[n]['build'] / rs[ns[0]]['build'], rs[ns[0]]['qps'] / rs[n]['qps']
+                    print(f"  {b:<6} {n / ns[0]:>6.0f}x passages -> {build:>7.1f}x build, {per_query:>7.1f}x per query")
 
 if __name__ == '__main__':
     main()

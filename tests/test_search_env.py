@@ -15,11 +15,11 @@ from pettingllms_nb.core.parsing import FormatError
 from pettingllms_nb.core.registry import registry
 from pettingllms_nb.engine.check_env import check_env, GARBAGE
 from pettingllms_nb.engine.rollout import rollout
-from pettingllms_nb.envs.search import (exact_match, f1_score, normalize_answer, generate_world, make_question, load_questions,
-                                        Passage, Retriever, RetrievalError, Fts5Index, ScanRetriever, HttpRetriever, Bm25sIndex,
-                                        serve_in_thread, open_index, index_passages, SearchEnv, SearchState, ReasoningAgent,
-                                        WebSearchAgent, SearchSingleAgent, parse_tagged, oracle_policy, random_policy,
-                                        no_retrieval_policy, score_policy)
+from pettingllms_nb.envs.search import (exact_match, f1_score, normalize_answer, generate_world, make_question,
+                                        load_questions, Passage, RetrievalError, Fts5Index, ScanRetriever,
+                                        HttpRetriever, Bm25sIndex, serve_in_thread, index_passages, SearchEnv,
+                                        SearchState, ReasoningAgent, WebSearchAgent, SearchSingleAgent, parse_tagged,
+                                        oracle_policy, random_policy, no_retrieval_policy, score_policy)
 from pettingllms_nb.envs.search.retrieval import HAVE_BM25S, cache_dir
 from pettingllms_nb.widgets.render import render_state
 from datafiles import write_jsonl, write_parquet
@@ -111,7 +111,8 @@ def test_bm25s_backend_finds_documents_by_title():
     hits = sum(idx.search(d['title'], 1)[0].doc_id == d['doc_id'] for d in WORLD.docs)
     assert hits >= 0.95 * len(WORLD.docs)
     assert not Bm25sIndex.build(WORLD.docs).built
-    assert score_policy(oracle_policy, seeds=range(VAL_SEED_BASE, VAL_SEED_BASE + 20), retriever='bm25s')['success_rate'] == 1.0
+    m = score_policy(oracle_policy, seeds=range(VAL_SEED_BASE, VAL_SEED_BASE + 20), retriever='bm25s')
+    assert m['success_rate'] == 1.0
 
 def test_bm25s_is_listed_in_the_registry():
     e = registry.load().entries['worker']['bm25s_retriever']
@@ -121,7 +122,8 @@ def test_bm25s_is_listed_in_the_registry():
 # -- HTTP retrieval ------------------------------------------------------------------------------------------------
 def _free_port():
     with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
 
 class _Raw:
     "A server that answers every POST with `body` (bytes) and `status`, after `delay` seconds."
@@ -132,7 +134,9 @@ class _Raw:
                 outer.requests.append(json.loads(self.rfile.read(int(self.headers['Content-Length']))))
                 time.sleep(delay)
                 try:
-                    self.send_response(status); self.send_header('Content-Length', str(len(body))); self.end_headers()
+                    self.send_response(status)
+                    self.send_header('Content-Length', str(len(body)))
+                    self.end_headers()
                     self.wfile.write(body)
                 except OSError: pass
             def log_message(self, *a): pass
@@ -140,8 +144,11 @@ class _Raw:
         self.srv.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/retrieve"
     def __enter__(self):
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start(); return self
-    def __exit__(self, *a): self.srv.shutdown(); self.srv.server_close()
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        return self
+    def __exit__(self, *a):
+        self.srv.shutdown()
+        self.srv.server_close()
 
 def test_http_retriever_both_dialects_against_our_server():
     idx = index_passages(WORLD.docs)
@@ -217,7 +224,7 @@ def test_a_healthy_server_gives_the_same_episodes_as_the_local_index():
 def test_retrieval_server_command_serves_both_dialects():
     port = _free_port()
     env = {**os.environ, 'PYTHONUNBUFFERED': '1'}
-    cmd = [sys.executable, '-c', 'import sys; from pettingllms_nb.cli import main; sys.exit(main())']   # the console script's body
+    cmd = [sys.executable, '-c', 'import sys; from pettingllms_nb.cli import main; sys.exit(main())']   # the command
     p = subprocess.Popen(cmd + ['retrieval-server', 'generated', '--port', str(port)],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
@@ -227,12 +234,15 @@ def test_retrieval_server_command_serves_both_dialects():
         assert HttpRetriever(url).search(q, 1)[0].doc_id == WORLD.docs[2]['doc_id']
         assert HttpRetriever(url, dialect='single').search(q, 1)[0].doc_id == WORLD.docs[2]['doc_id']
     finally:
-        p.terminate(); p.wait(10); p.stdout.close()
+        p.terminate()
+        p.wait(10)
+        p.stdout.close()
 
 
 # -- loaders on local files ----------------------------------------------------------------------------------------
-HOTPOT = {'_id': '5a8b57f25542995d1e6f1371', 'question': 'Were Scott Derrickson and Ed Wood of the same nationality?', 'answer': 'yes',
-          'type': 'comparison', 'level': 'hard', 'supporting_facts': [['Scott Derrickson', 0], ['Ed Wood', 0]],
+HOTPOT = {'_id': '5a8b57f25542995d1e6f1371', 'question': 'Were Scott Derrickson and Ed Wood of the same nationality?',
+          'answer': 'yes', 'type': 'comparison', 'level': 'hard',
+          'supporting_facts': [['Scott Derrickson', 0], ['Ed Wood', 0]],
           'context': [['Ed Wood (film)', ['Ed Wood is a 1994 American biographical film.', ' It stars Johnny Depp.']],
                       ['Scott Derrickson', ['Scott Derrickson (born 1966) is an American director.']],
                       ['Ed Wood', ['Edward Davis Wood Jr. was an American filmmaker.']]]}
@@ -253,32 +263,40 @@ def test_hotpotqa_hub_parquet(tmp_path):
     assert r['gold_titles'] == ['Scott Derrickson', 'Ed Wood'] and [p['title'] for p in r['passages']][2] == 'Ed Wood'
 
 FLASHRAG = {
-    'nq': {'id': 'test_0', 'question': 'who got the first nobel prize in physics', 'golden_answers': ['Wilhelm Conrad Röntgen'], 'metadata': {}},
-    'bamboogle': {'id': 'test_0', 'question': 'Who was president of the United States in the year that Citibank was founded?',
-                  'golden_answers': ['james madison']},
+    'nq': {'id': 'test_0', 'question': 'who got the first nobel prize in physics', 'metadata': {},
+           'golden_answers': ['Wilhelm Conrad Röntgen']},
+    'bamboogle': {'id': 'test_0', 'golden_answers': ['james madison'],
+                  'question': 'Who was president of the United States in the year that Citibank was founded?'},
     'hotpotqa': {'id': 'dev_0', 'question': HOTPOT['question'], 'golden_answers': ['yes'],
-                 'metadata': {'type': 'comparison', 'level': 'hard', 'supporting_facts': {'title': ['Scott Derrickson', 'Ed Wood'], 'sent_id': [0, 0]},
-                              'context': {'title': [c[0] for c in HOTPOT['context']], 'sentences': [c[1] for c in HOTPOT['context']]}}},
+                 'metadata': {'type': 'comparison', 'level': 'hard',
+                              'supporting_facts': {'title': ['Scott Derrickson', 'Ed Wood'], 'sent_id': [0, 0]},
+                              'context': {'title': [c[0] for c in HOTPOT['context']],
+                                          'sentences': [c[1] for c in HOTPOT['context']]}}},
     '2wikimultihopqa': {'id': 'dev_0', 'question': 'Who was born first, Ann or Bo?', 'golden_answers': ['Ann'],
                         'metadata': {'type': 'comparison', 'supporting_facts': [['Ann', 0], ['Bo', 0]],
-                                     'context': [['Ann', ['Ann was born in 1901.']], ['Bo', ['Bo was born in 1950.']]]}},
-    'musique': {'id': '2hop__1_2', 'question': 'Where was the founder of X born?', 'golden_answers': ['Trelsk', 'Trelsk town'],
-                'metadata': {'paragraphs': [{'idx': 0, 'title': 'X', 'paragraph_text': 'X was founded by Ann.', 'is_supporting': True},
-                                            {'idx': 1, 'title': 'Ann', 'paragraph_text': 'Ann was born in Trelsk.', 'is_supporting': True},
-                                            {'idx': 2, 'title': 'Bo', 'paragraph_text': 'Bo is a painter.', 'is_supporting': False}]}},
+                                     'context': [['Ann', ['Ann was born in 1901.']],
+                                                 ['Bo', ['Bo was born in 1950.']]]}},
+    'musique': {'id': '2hop__1_2', 'question': 'Where was the founder of X born?',
+                'golden_answers': ['Trelsk', 'Trelsk town'],
+                'metadata': {'paragraphs': [
+                    {'idx': 0, 'title': 'X', 'paragraph_text': 'X was founded by Ann.', 'is_supporting': True},
+                    {'idx': 1, 'title': 'Ann', 'paragraph_text': 'Ann was born in Trelsk.', 'is_supporting': True},
+                    {'idx': 2, 'title': 'Bo', 'paragraph_text': 'Bo is a painter.', 'is_supporting': False}]}},
 }
 
 @pytest.mark.parametrize("source", list(FLASHRAG))
 def test_flashrag_sets(tmp_path, source):
     r = load_questions(source, path=write_jsonl(tmp_path/'dev.jsonl', [FLASHRAG[source]]))[0]
     raw = FLASHRAG[source]
-    assert (r['qid'], r['question'], r['golds'], r['source']) == (raw['id'], raw['question'], raw['golden_answers'], source)
+    assert (r['qid'], r['question'], r['golds']) == (raw['id'], raw['question'], raw['golden_answers'])
+    assert r['source'] == source
     if source in ('nq', 'bamboogle'): assert r['passages'] is None and r['gold_titles'] == []
     else: assert len(r['passages']) >= 2 and len(r['gold_titles']) == 2 and len(r['gold_doc_ids']) == 2
 
 def test_search_r1_parquet(tmp_path):
-    prompt = ("Answer the given question. You must conduct reasoning inside <think> and </think> first every time you get new "
-              "information. ... For example, <answer> Beijing </answer>. Question: who got the first nobel prize in physics?\n")
+    prompt = ("Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "
+              "get new information. ... For example, <answer> Beijing </answer>. "
+              "Question: who got the first nobel prize in physics?\n")
     rows = [{'data_source': 'nq', 'prompt': [{'role': 'user', 'content': prompt}], 'ability': 'fact-reasoning',
              'reward_model': {'style': 'rule', 'ground_truth': {'target': ['Wilhelm Conrad Röntgen']}},
              'extra_info': {'split': 'test', 'index': 0}}]
@@ -287,9 +305,12 @@ def test_search_r1_parquet(tmp_path):
     assert r['qid'] == 'nq-test-0'
 
 def test_missing_data_says_how_to_get_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match="huggingface-cli download RUC-NLPIR/FlashRAG_datasets.*musique"): load_questions('musique')
-    with pytest.raises(FileNotFoundError, match="hotpot_dev_distractor_v1.json"): load_questions('hotpotqa_json', path=tmp_path/'none.json')
-    with pytest.raises(FileNotFoundError, match="qa_search_train_merge"): load_questions('searchr1', path=tmp_path/'none.parquet')
+    with pytest.raises(FileNotFoundError, match="huggingface-cli download RUC-NLPIR/FlashRAG_datasets.*musique"):
+        load_questions('musique')
+    with pytest.raises(FileNotFoundError, match="hotpot_dev_distractor_v1.json"):
+        load_questions('hotpotqa_json', path=tmp_path/'none.json')
+    with pytest.raises(FileNotFoundError, match="qa_search_train_merge"):
+        load_questions('searchr1', path=tmp_path/'none.parquet')
     with pytest.raises(ValueError, match="row 0 lacks the expected columns"):
         load_questions('nq', path=write_jsonl(tmp_path/'bad.jsonl', [{'question': 'q', 'answers': ['a']}]))
     with pytest.raises(FileNotFoundError, match="huggingface-cli"): SearchEnv(dataset='nq')
@@ -297,21 +318,42 @@ def test_missing_data_says_how_to_get_it(tmp_path):
 
 # -- environments on real-format data ------------------------------------------------------------------------------
 def test_hotpotqa_distractor_setting_runs_offline(tmp_path):
-    bridge = {**HOTPOT, '_id': 'b1', 'question': 'Which film stars the subject of Ed Wood (film)?', 'answer': 'Ed Wood', 'type': 'bridge'}
+    bridge = {**HOTPOT, '_id': 'b1', 'question': 'Which film stars the subject of Ed Wood (film)?', 'answer': 'Ed Wood',
+              'type': 'bridge'}
     (tmp_path/'dev.json').write_text(json.dumps([HOTPOT, bridge]))
     t = rollout('search_env', oracle_policy, seeds=range(2), turn_order=['reasoning_agent', 'web_search_agent'],
                 dataset='hotpotqa_json', path=str(tmp_path/'dev.json'))
     assert t.success_rate() == 1.0
-    assert {p['doc_id'] for s in t for p in s.state_after['evidence']} <= {f"{q}/{i}" for q in ('5a8b57f25542995d1e6f1371', 'b1') for i in range(3)}
+    own = {f"{q}/{i}" for q in ('5a8b57f25542995d1e6f1371', 'b1') for i in range(3)}
+    assert {p['doc_id'] for s in t for p in s.state_after['evidence']} <= own      # each searched its own paragraphs
+
+def test_hotpotqa_fullwiki_with_your_own_index(tmp_path):
+    (tmp_path/'dev.json').write_text(json.dumps([HOTPOT]))
+    wiki = [{'id': f"w{i}", 'title': t, 'text': ' '.join(sents)} for i, (t, sents) in enumerate(HOTPOT['context'])]
+    wiki += [{'id': 'w9', 'title': 'Ed Wood Jr. (disambiguation)', 'text': 'Ed Wood may refer to several people.'}]
+    corpus = write_jsonl(tmp_path/'wiki.jsonl', wiki)
+    env = SearchEnv(dataset='hotpotqa_json', path=str(tmp_path/'dev.json'), index=str(corpus))
+    env.reset(0)
+    assert env.corpus == 'index'
+    a = WebSearchAgent()
+    a.update_from_env(env, 0)
+    take_turn(a, env, "<search>Scott Derrickson</search>")
+    assert env.state.evidence[0]['doc_id'] == 'w1' and a.new_gold >= 1       # gold by title: the index has its own ids
+    t = rollout('search_env', oracle_policy, seeds=[0], turn_order=['reasoning_agent', 'web_search_agent'],
+                dataset='hotpotqa_json', path=str(tmp_path/'dev.json'), index=str(corpus))
+    assert t.success_rate() == 1.0
 
 def test_a_set_without_paragraphs_needs_an_index(tmp_path):
     path = write_jsonl(tmp_path/'dev.jsonl', [FLASHRAG['nq']])
-    with pytest.raises(ValueError, match="need an index to search.*retrieval-server INDEX"): SearchEnv(dataset='nq', path=path)
+    with pytest.raises(ValueError, match="need an index to search.*retrieval-server INDEX"):
+        SearchEnv(dataset='nq', path=path)
     corpus = tmp_path/'wiki.jsonl'
-    corpus.write_text(json.dumps({'id': '1', 'contents': '"Wilhelm Röntgen"\nWilhelm Conrad Röntgen won the first Nobel Prize in Physics.'}) + '\n'
-                      + json.dumps({'id': '2', 'contents': '"Physics"\nPhysics is a science.'}) + '\n')
-    env = SearchEnv(dataset='nq', path=path, index=str(corpus)); env.reset(0)
-    a = WebSearchAgent(); a.update_from_env(env, 0)
+    write_jsonl(corpus, [{'id': '1', 'contents': '"Wilhelm Röntgen"\nRöntgen won the first Nobel Prize in Physics.'},
+                         {'id': '2', 'contents': '"Physics"\nPhysics is a science.'}])
+    env = SearchEnv(dataset='nq', path=path, index=str(corpus))
+    env.reset(0)
+    a = WebSearchAgent()
+    a.update_from_env(env, 0)
     take_turn(a, env, "<search>first nobel prize physics</search>")
     assert env.state.evidence[0]['title'] == 'Wilhelm Röntgen' and a.infra_error is None
 
@@ -332,11 +374,14 @@ def _check_prompts(trace):
         if not seen:   # before any retrieval only the question's own words may name a gold document
             for t in before['gold_titles']: assert t not in text or t in before['question'], (s.id, t)
 
+ORDERS = [['reasoning_agent', 'web_search_agent'], ['web_search_agent', 'reasoning_agent'], ['search_single_agent']]
+
 @pytest.mark.parametrize("policy", [oracle_policy, random_policy, no_retrieval_policy])
-@pytest.mark.parametrize("order", [['reasoning_agent', 'web_search_agent'], ['web_search_agent', 'reasoning_agent'], ['search_single_agent']])
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("style", ['full', 'compact'])
 def test_hidden_gold_never_in_a_prompt(policy, order, style):
-    t = rollout('search_env', policy, seeds=range(VAL_SEED_BASE, VAL_SEED_BASE + 25), turn_order=order, prompt_style=style)
+    t = rollout('search_env', policy, seeds=range(VAL_SEED_BASE, VAL_SEED_BASE + 25), turn_order=order,
+                prompt_style=style)
     _check_prompts(t)
     assert all(not any(g in json.dumps(s.prompt) for g in ('gold_doc_ids', 'gold_titles', 'golds')) for s in t)
 
@@ -348,13 +393,20 @@ def test_hidden_supporting_facts_never_in_a_hotpotqa_prompt(tmp_path):
 
 
 # -- agents and parsers --------------------------------------------------------------------------------------------
+def play(agent, env, turn, response):
+    "One whole interaction cycle of `agent` on `env`; returns the reward."
+    agent.update_from_env(env, turn)
+    return take_turn(agent, env, response)
+
 @pytest.mark.parametrize("agent", [ReasoningAgent, WebSearchAgent, SearchSingleAgent])
 def test_garbage_is_a_format_error_with_its_penalty(agent):
-    env = SearchEnv(); env.reset(0)
-    for g in GARBAGE + ["<search></search>", "<answer>\x00</answer>", "<search>!!!</search>", "<need>" + "x" * 400 + "</need>",
-                        "<answer>yes" * 10_000, "</think>" * 10_000]:
-        a = agent(); a.update_from_env(env, 0)
-        r = take_turn(a, env, g)
+    env = SearchEnv()
+    env.reset(0)
+    more = ["<search></search>", "<answer>\x00</answer>", "<search>!!!</search>", "<need>" + "x" * 400 + "</need>",
+            "<answer>yes" * 10_000, "</think>" * 10_000]
+    for g in GARBAGE + more:
+        a = agent()
+        r = play(a, env, 0, g)
         assert a.format_error and a.current_action is None and r == -0.5 and not env.done, (agent, g[:30] if g else g)
 
 def test_parsers_are_linear():
@@ -366,16 +418,17 @@ def test_parsers_are_linear():
     assert time.perf_counter() - t0 < 1.0
 
 def test_rewards_per_term():
-    env = SearchEnv(); env.reset(VAL_SEED_BASE)
+    env = SearchEnv()
+    env.reset(VAL_SEED_BASE)
     r, s = ReasoningAgent(), WebSearchAgent()
     first = env.state.gold_titles[0]
-    r.update_from_env(env, 0); take_turn(r, env, f"<need>{first}</need>")
-    s.update_from_env(env, 0); take_turn(s, env, f"<search>{first}</search>")
+    play(r, env, 0, f"<need>{first}</need>")
+    play(s, env, 0, f"<search>{first}</search>")
     got = s.reward_terms['new_gold_docs']
     assert got in (0.5, 1.0) and s.reward_terms['format'] == 0.0
-    s.update_from_env(env, 0); take_turn(s, env, f"<search>{first}</search>")            # the same documents again
+    play(s, env, 0, f"<search>{first}</search>")            # the same documents again
     assert s.reward_terms == {'new_gold_docs': 0.0, 'answer_f1': 0.0, 'format': 0.0}
-    r.update_from_env(env, 1); take_turn(r, env, "<answer>wrong guess</answer>")
+    play(r, env, 1, "<answer>wrong guess</answer>")
     assert r.reward_terms['answer_em'] == 0.0 and env.done and not env.success
 
 def test_the_state_card_is_registered():
@@ -413,8 +466,9 @@ def test_presets_load_and_roll_out(preset):
     cfg = load_config(preset)
     t = cfg.training
     if preset.startswith('gpu_'):    # the reference's AT-GRPO settings, one LoRA adapter per agent
-        assert cfg.specialization == 'lora' and t.device == 'cuda' and cfg.base_models.policy_0.path == 'Qwen/Qwen3-1.7B'
-        assert (t.total_training_steps, t.train_batch_size, t.train_sample_num, t.lr, t.lora_rank, t.lora_alpha) == (200, 32, 8, 5e-6, 16, 32)
+        assert (cfg.specialization, t.device, cfg.base_models.policy_0.path) == ('lora', 'cuda', 'Qwen/Qwen3-1.7B')
+        got = (t.total_training_steps, t.train_batch_size, t.train_sample_num, t.lr, t.lora_rank, t.lora_alpha)
+        assert got == (200, 32, 8, 5e-6, 16, 32)
     else: assert t.device == 'cpu' and (cfg.base_models.policy_0.path == 'tiny') == preset.startswith('tiny')
     t = rollout(cfg, oracle_policy, seeds=range(VAL_SEED_BASE, VAL_SEED_BASE + 5))
     assert t.success_rate() == 1.0

@@ -7,19 +7,21 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/search/index.html.md"
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/search/index.ipynb #f197fb1c
+# %% ../../../nbs/envs/search/index.ipynb #ffb76e72
 from ...core.registry import lazy_exports
 
 _PARTS = {
-    'data': ['normalize_answer', 'exact_match', 'f1_score', 'generate_world', 'make_question', 'World', 'load_questions', 'read_rows',
-             'how_to_get', 'SOURCES', 'FLASHRAG', 'QTYPES'],
+    'data': ['normalize_answer', 'exact_match', 'f1_score', 'generate_world', 'make_question', 'World',
+             'load_questions', 'read_rows', 'how_to_get', 'SOURCES', 'FLASHRAG', 'QTYPES'],
     'retrieval': ['Passage', 'Retriever', 'RetrievalError', 'Fts5Index', 'Bm25sIndex', 'ScanRetriever', 'HttpRetriever',
-                  'make_server', 'serve_in_thread', 'open_index', 'index_passages', 'read_corpus', 'tokenize', 'cache_dir'],
+                  'make_server', 'serve_in_thread', 'run_server', 'open_index', 'index_passages', 'read_corpus',
+                  'tokenize', 'cache_dir'],
     'state': ['SearchState'],
     'env': ['SearchEnv', 'world_for', 'RETRIEVERS', 'CORPORA'],
-    'prompts': ['reasoning_prompt', 'search_prompt', 'single_prompt', 'REASONING_INTRO', 'SEARCH_INTRO', 'SINGLE_INTRO'],
-    'agents': ['ReasoningAgent', 'WebSearchAgent', 'SearchSingleAgent', 'parse_tagged', 'REASONING_REWARDS', 'SEARCH_REWARDS',
-               'SINGLE_REWARDS'],
+    'prompts': ['reasoning_prompt', 'search_prompt', 'single_prompt', 'REASONING_INTRO', 'SEARCH_INTRO',
+                'SINGLE_INTRO'],
+    'agents': ['ReasoningAgent', 'WebSearchAgent', 'SearchSingleAgent', 'parse_tagged', 'REASONING_REWARDS',
+               'SEARCH_REWARDS', 'SINGLE_REWARDS'],
     'render': ['search_card', 'mark_terms'],
     'oracle': ['oracle_policy', 'random_policy', 'no_retrieval_policy', 'score_policy'],
 }
