@@ -7,6 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/agents.html.
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #0766fffe
 from __future__ import annotations
 import ast, copy, logging, warnings
+from fastcore.basics import patch
 from ...core.agent import Agent
 from ...core.parsing import FormatError, extract_code, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
@@ -125,23 +126,26 @@ class ToolCallAgent(GameAgent):
     def parse(self, response:str) -> str:
         return compact_program(response) if self.compact else extract_program(response, MAX_CODE_CHARS)
 
-    async def step(self, env, worker=None):
-        st = env.state
-        st.tool_code, st.tool_verdict, st.tool_output, st.tool_action = self.current_action, None, None, None
-        st.tool_eval = {}
-        if self.current_action is not None:
-            verdict, out, err = await _run_tool(self.current_action, worker, self.time_limit)
-            ok = verdict_ok(verdict)
-            st.tool_verdict, st.tool_output = verdict, clip((out if ok else (err or out)).rstrip('\n'))
-            if verdict in INFRA_VERDICTS: self.infra_error = f"sandbox {verdict}: {clip(err or out, 300)}"
-            if ok:
-                try: st.tool_action = self.parse_action(out, TOOL_MARKER)
-                except FormatError as e: st.tool_eval = {'error': f"no action in the output: {e}"}
-            if st.tool_action is not None: st.tool_eval = try_action(st.game, st.tool_action)
-        st.code_history.append(st.tool_code or '')
-        st.tool_output_history.append(st.tool_output or '')
-        st.tool_action_history.append(copy.deepcopy(st.tool_action))
-        self.success = bool(st.tool_eval.get('solved', False))
+# %% ../../../nbs/envs/stateful/27_agents.ipynb #51a979ed
+@patch
+async def step(self:ToolCallAgent, env, worker=None):
+    "Run the program in the sandbox; read, store and try (on a copy) the action it printed."
+    st = env.state
+    st.tool_code, st.tool_verdict, st.tool_output, st.tool_action = self.current_action, None, None, None
+    st.tool_eval = {}
+    if self.current_action is not None:
+        verdict, out, err = await _run_tool(self.current_action, worker, self.time_limit)
+        ok = verdict_ok(verdict)
+        st.tool_verdict, st.tool_output = verdict, clip((out if ok else (err or out)).rstrip('\n'))
+        if verdict in INFRA_VERDICTS: self.infra_error = f"sandbox {verdict}: {clip(err or out, 300)}"
+        if ok:
+            try: st.tool_action = self.parse_action(out, TOOL_MARKER)
+            except FormatError as e: st.tool_eval = {'error': f"no action in the output: {e}"}
+        if st.tool_action is not None: st.tool_eval = try_action(st.game, st.tool_action)
+    st.code_history.append(st.tool_code or '')
+    st.tool_output_history.append(st.tool_output or '')
+    st.tool_action_history.append(copy.deepcopy(st.tool_action))
+    self.success = bool(st.tool_eval.get('solved', False))
 
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #7eb9dcb1
 @register_agent("plan_agent", env="stateful_env")
