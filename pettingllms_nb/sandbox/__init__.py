@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/sandbox/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../nbs/sandbox/index.ipynb #4f08636f
+# %% ../../nbs/sandbox/index.ipynb #9826a680
 from ..core.registry import lazy_exports
 
 _PARTS = {

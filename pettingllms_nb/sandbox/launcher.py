@@ -9,14 +9,14 @@ __all__ = ['EXIT_CE', 'EXIT_MLE', 'EXIT_LAUNCH', 'PR_SET_DUMPABLE', 'PR_SET_CHIL
            'format_limits', 'parse_limits', 'format_report', 'split_status', 'exit_status', 'libc_function',
            'supervise', 'parse_args', 'main']
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #84ba7bca
+# %% ../../nbs/sandbox/30_launcher.ipynb #e9c979df
 import gc, os, sys, resource, _signal
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #f862a3c5
+# %% ../../nbs/sandbox/30_launcher.ipynb #23e6d42c
 EXIT_CE, EXIT_MLE, EXIT_LAUNCH = 97, 98, 99   # distinctive exit statuses of the program's process
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38   # prctl options (linux/prctl.h)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #f1b6da52
+# %% ../../nbs/sandbox/30_launcher.ipynb #106421ee
 def format_limits(limits) -> list:
     "The command-line words for `limits` ({'CPU': (soft, hard), ...}): ['CPU:2:3', ...]."
     return ["%s:%d:%d" % (name, soft, hard) for name, (soft, hard) in limits.items()]
@@ -30,7 +30,7 @@ def parse_limits(words) -> list:
         out.append((getattr(resource, "RLIMIT_" + name), int(soft), int(hard)))
     return out
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #aa107d7c
+# %% ../../nbs/sandbox/30_launcher.ipynb #114ddbc7
 def format_report(status:int, fired:int) -> bytes:
     "The supervisor's last line: the program's wait status and whether the wall-clock backstop fired."
     return b"X %d %d\n" % (status, fired)
@@ -50,14 +50,14 @@ def split_status(data:bytes) -> dict:
         elif rest[:1] in (b"C", b"R"): marks += rest[:1].decode()
     return {"marks": marks, "error": error, "report": report}
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #079df22c
+# %% ../../nbs/sandbox/30_launcher.ipynb #bb808d14
 def exit_status(code) -> tuple:
     "`(status, text for stderr or None)` for `sys.exit(code)`, as the interpreter computes them."
     if code is None: return 0, None
     if isinstance(code, int): return code & 0xFF, None
     return 1, str(code)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #9b04c505
+# %% ../../nbs/sandbox/30_launcher.ipynb #1ce03002
 def libc_function(name:str):
     "The C function `name` of the running process (libc), returning int; None if `_ctypes` is unavailable."
     try:
@@ -67,7 +67,7 @@ def libc_function(name:str):
         return F(_ctypes.dlsym(_ctypes.dlopen(None), name))
     except Exception: return None
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #edeba44c
+# %% ../../nbs/sandbox/30_launcher.ipynb #6b1f9da2
 def _enter(st:int, uid:int, prctl, limits):
     "Become the run's process: uid, privileges, limits, descriptors. Returns the program's source."
     if uid >= 0:
@@ -84,7 +84,7 @@ def _enter(st:int, uid:int, prctl, limits):
     os.closerange(st + 1, 1 << 20)
     with open("solution.py", "rb") as f: return f.read()
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #d2d7e435
+# %% ../../nbs/sandbox/30_launcher.ipynb #69e10fb7
 def _child(st:int, uid:int, prctl, limits):
     "The run's process: enter, compile, run the program; never returns."
     try: src = _enter(st, uid, prctl, limits)
@@ -117,7 +117,7 @@ def _child(st:int, uid:int, prctl, limits):
         status = 1
     _finish(status, main)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #c8047a41
+# %% ../../nbs/sandbox/30_launcher.ipynb #4764df17
 def _finish(status:int, main):
     "End the program as interpreter shutdown would (threads, atexit, open files), then `_exit`."
     try:
@@ -134,7 +134,7 @@ def _finish(status:int, main):
             except BaseException: status = status or 120
     os._exit(status & 0xFF)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #57113c27
+# %% ../../nbs/sandbox/30_launcher.ipynb #8d24710f
 def _children(me:int):
     "The pids of `me`'s children (None if /proc cannot tell)."
     try:
@@ -153,7 +153,7 @@ def _reap_all():
         except ChildProcessError: return
         if pid == 0 and kids is None: return
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #4fec2429
+# %% ../../nbs/sandbox/30_launcher.ipynb #721e916f
 def supervise(st:int, uid:int, wall:float, sweep:bool, parent_uid:int, limits):
     "One run: fork the child, wait (wall-clock backstop armed), kill and reap everything, report; never returns."
     prctl = libc_function("prctl")
@@ -180,7 +180,7 @@ def supervise(st:int, uid:int, wall:float, sweep:bool, parent_uid:int, limits):
     os.write(st, format_report(status, len(fired)))
     os._exit(0)                                            # nothing to flush; skip interpreter teardown
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #e9861cad
+# %% ../../nbs/sandbox/30_launcher.ipynb #a3c7ac70
 def parse_args(argv) -> dict:
     "The `supervise` arguments, typed."
     if len(argv) < 6 or argv[0] != "supervise":
