@@ -102,7 +102,8 @@ def test_launcher_runs_a_program_by_hand(tmp_path):
         fin.write(b'abc\n')
         fin.seek(0)
         argv = launcher_argv(sys.executable, w, None, 5.0, False, rlimits(1.0, max_procs=0))
-        p = subprocess.run(argv, cwd=tmp_path, stdin=fin, stdout=fout, pass_fds=(w,), env={'PATH': '/usr/bin'}, timeout=30)
+        p = subprocess.run(argv, cwd=tmp_path, stdin=fin, stdout=fout, pass_fds=(w,), env={'PATH': '/usr/bin'},
+                           timeout=30)
         os.close(w)
         s = L.split_status(os.read(r, 4096))
         os.close(r)

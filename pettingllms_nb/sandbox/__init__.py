@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/sandbox/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../nbs/sandbox/index.ipynb #9826a680
+# %% ../../nbs/sandbox/index.ipynb #00242e4d
 from ..core.registry import lazy_exports
 
 _PARTS = {
@@ -19,5 +19,8 @@ _PARTS = {
     'runner': ['run_code', 'isolation_level'],
     'pool': ['CANARIES', 'Sandbox', 'SandboxWorker',
              '_cores'],                         # internal: the benchmark and the demo size pools with it
+    'program': ['OK_VERDICTS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'TIME_LIMIT', 'default_worker', 'normalise_verdict',
+                'ProgramResult', 'arun_program', 'run_program', 'CANARY_PROGRAMS', 'CanaryReport', 'arun_canaries',
+                'run_canaries'],
 }
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.sandbox', _PARTS)
