@@ -11,20 +11,21 @@ from fastcore.basics import patch
 from ...core.agent import Agent
 from ...core.parsing import FormatError, extract_code, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
-from ...core.registry import register_agent, shared_worker
+from ...core.registry import register_agent
+from ...sandbox import program as _program
+from ...sandbox.program import arun_program, normalise_verdict
 from .state import Game, GAMES, play, try_action
-from .prompts import (TOOL_MARKER, compact_prompt, tool_prompt, plan_prompt,
-                                                  single_prompt)
+from .prompts import TOOL_MARKER, compact_prompt, tool_prompt, plan_prompt, single_prompt
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['INFRA_VERDICTS', 'TOOL_REWARDS', 'PLAN_REWARDS', 'MAX_CODE_CHARS', 'OK_VERDICTS', 'ROLES', 'AGENT_CLASSES',
-           'compact_program', 'GameAgent', 'verdict_ok', 'default_worker', 'ToolCallAgent', 'PlanAgent',
+__all__ = ['INFRA_VERDICTS', 'TOOL_REWARDS', 'PLAN_REWARDS', 'MAX_CODE_CHARS', 'OK_VERDICTS', 'default_worker', 'ROLES',
+           'AGENT_CLASSES', 'compact_program', 'GameAgent', 'verdict_ok', 'ToolCallAgent', 'PlanAgent',
            'StatefulSingleAgent']
 
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #ee94b6af
-INFRA_VERDICTS = ('IE', 'worker_error')  # the sandbox failed, not the program: never penalised
+INFRA_VERDICTS = _program.INFRA_VERDICTS   # the sandbox failed, not the program: never penalised (the sandbox's set)
 
 def _tool(env, key, default=0.0): return env.state.tool_eval.get(key, default)
 def _plan(env, key, default=0.0): return env.state.plan_result.get(key, default)
@@ -51,7 +52,7 @@ PLAN_REWARDS = RewardSpec([
 ])
 
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #106d0e8d
-MAX_CODE_CHARS = 20_000
+MAX_CODE_CHARS = _program.MAX_CODE_CHARS   # the longest program an environment runs (the sandbox's cap)
 
 def compact_program(response) -> str:
     "The program of a compact tool answer: the last fenced block if there is one, else the whole (bare) answer."
@@ -90,24 +91,12 @@ class GameAgent(Agent):
         return (game.parse_compact if style == 'compact' else game.parse)(text, size, marker)
 
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #1b093874
-OK_VERDICTS = ('ok', 'ac', 'accepted')           # the sandbox says OK (no expected output given) or AC
+OK_VERDICTS = _program.OK_VERDICTS         # a run that finished: OK (no expected output given) or AC
+default_worker = _program.default_worker   # the process-wide `sandbox` worker, for agents that were not handed one
 
 def verdict_ok(verdict) -> bool:
-    "Whether a sandbox verdict means the program ran to completion."
-    v = getattr(verdict, 'value', verdict)
-    return str(v).strip().lower() in OK_VERDICTS
-
-def default_worker():
-    "The process-wide `sandbox` execution worker (for agents that were not handed one)."
-    return shared_worker("sandbox")
-
-async def _run_tool(code:str, worker, time_limit:float) -> tuple[str, str, str]:
-    "(verdict, stdout, stderr) of `code` in `worker`; a worker that raises gives the verdict `worker_error`."
-    try: res = await (worker or default_worker()).run(code, stdin="", time_limit=time_limit)
-    except Exception as e:
-        _log.warning("tool_call_agent: the execution worker failed: %s: %s", type(e).__name__, e)
-        return 'worker_error', '', f"{type(e).__name__}: {e}"
-    return str(getattr(res.verdict, 'value', res.verdict)), res.stdout or '', res.stderr or ''
+    "Whether a sandbox verdict (any spelling) means the program ran to completion."
+    return normalise_verdict(verdict) in OK_VERDICTS
 
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #e981c488
 @register_agent("tool_call_agent", env="stateful_env")
@@ -134,12 +123,11 @@ async def step(self:ToolCallAgent, env, worker=None):
     st.tool_code, st.tool_verdict, st.tool_output, st.tool_action = self.current_action, None, None, None
     st.tool_eval = {}
     if self.current_action is not None:
-        verdict, out, err = await _run_tool(self.current_action, worker, self.time_limit)
-        ok = verdict_ok(verdict)
-        st.tool_verdict, st.tool_output = verdict, clip((out if ok else (err or out)).rstrip('\n'))
-        if verdict in INFRA_VERDICTS: self.infra_error = f"sandbox {verdict}: {clip(err or out, 300)}"
-        if ok:
-            try: st.tool_action = self.parse_action(out, TOOL_MARKER)
+        r = await arun_program(self.current_action, time_limit=self.time_limit, worker=worker)
+        shown = r.stdout if r.ok else (r.stderr or r.stdout or r.infra_error or '')
+        st.tool_verdict, st.tool_output, self.infra_error = r.verdict, clip(shown.rstrip('\n')), r.infra_error
+        if r.ok:
+            try: st.tool_action = self.parse_action(r.stdout, TOOL_MARKER)
             except FormatError as e: st.tool_eval = {'error': f"no action in the output: {e}"}
         if st.tool_action is not None: st.tool_eval = try_action(st.game, st.tool_action)
     st.code_history.append(st.tool_code or '')
