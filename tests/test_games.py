@@ -4,6 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from echoworker import EchoWorker
+
 from pettingllms_nb.core.registry import make_env, registry, UnavailableError, RegistryError
 from pettingllms_nb.core.agent import take_turn
 from pettingllms_nb.engine.policies import run_sync
@@ -19,15 +21,6 @@ from pettingllms_nb.envs.stateful import (StatefulEnv, StatefulState, ToolCallAg
 AGENTS = {'tool_call_agent': ToolCallAgent, 'plan_agent': PlanAgent, 'stateful_single_agent': StatefulSingleAgent}
 PAIR, SINGLE = ('tool_call_agent', 'plan_agent'), ('stateful_single_agent',)
 
-
-class EchoWorker:
-    "A fake execution worker: executes nothing, echoes the literal of the programs `respond` writes (full or compact)."
-    async def run(self, code, stdin="", expected=None, time_limit=None, memory_limit=None):
-        m = re.fullmatch(r"actions = (.*)\nprint\('\*\*Actions List\*\*:', actions\)", code.strip())
-        if m: return SimpleNamespace(verdict='OK', stdout=f"{TOOL_MARKER} {m.group(1)}\n", stderr='')
-        m = re.fullmatch(r'print\("([\w ,]*)"\)', code.strip())
-        if m: return SimpleNamespace(verdict='OK', stdout=f"{m.group(1)}\n", stderr='')
-        return SimpleNamespace(verdict='RE', stdout='', stderr='Traceback (most recent call last): ...')
 
 WORKER = EchoWorker()
 

@@ -3,26 +3,17 @@
 The demo's and the trainer's learning results depend on these exact bytes: a refactor of `envs.stateful` must leave
 every one unchanged. A pin changes only with a deliberate change of behaviour, with a commit message that says why.
 """
-import hashlib, json, random, re
-from types import SimpleNamespace
+import hashlib, json, random
 
 import pytest
 
+from echoworker import EchoWorker
+
 from pettingllms_nb.engine.policies import run_sync
-from pettingllms_nb.envs.stateful import (StatefulEnv, ToolCallAgent, PlanAgent, StatefulSingleAgent, TOOL_MARKER,
+from pettingllms_nb.envs.stateful import (StatefulEnv, ToolCallAgent, PlanAgent, StatefulSingleAgent,
                                           oracle_policy, random_policy, random_response, sft_pairs)
 
 ROLES = {'tool_call_agent': ToolCallAgent, 'plan_agent': PlanAgent, 'stateful_single_agent': StatefulSingleAgent}
-
-
-class EchoWorker:
-    "Executes nothing: echoes the literal of the programs `respond` writes; any other program 'crashes'."
-    async def run(self, code, stdin="", expected=None, time_limit=None, memory_limit=None):
-        m = re.fullmatch(r"actions = (.*)\nprint\('\*\*Actions List\*\*:', actions\)", code.strip())
-        if m: return SimpleNamespace(verdict='OK', stdout=f"{TOOL_MARKER} {m.group(1)}\n", stderr='')
-        m = re.fullmatch(r'print\("([\w ,]*)"\)', code.strip())
-        if m: return SimpleNamespace(verdict='OK', stdout=f"{m.group(1)}\n", stderr='')
-        return SimpleNamespace(verdict='RE', stdout='', stderr='Traceback (most recent call last): ...')
 
 
 def sha(x) -> str: return hashlib.sha256(json.dumps(x, sort_keys=True, default=str).encode()).hexdigest()[:16]
