@@ -472,3 +472,26 @@ def test_presets_load_and_roll_out(preset):
     else: assert t.device == 'cpu' and (cfg.base_models.policy_0.path == 'tiny') == preset.startswith('tiny')
     t = rollout(cfg, oracle_policy, seeds=range(VAL_SEED_BASE, VAL_SEED_BASE + 5))
     assert t.success_rate() == 1.0
+
+
+# -- the package's layout ------------------------------------------------------------------------------------------
+def test_builtins_register_search_env_in_a_fresh_interpreter():
+    code = ("import json\nfrom pettingllms_nb.core.registry import registry\n"
+            "print(json.dumps([registry.get('env', 'search_env').__module__, registry.agents_for('search_env'),\n"
+            "      registry.scripted('search_env', 'oracle').__module__,\n"
+            "      sorted(n for n in registry.names('worker', available_only=False) if n.endswith('_retriever'))]))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert json.loads(out) == ['pettingllms_nb.envs.search.env', ['reasoning_agent', 'search_single_agent', 'web_search_agent'],
+                               'pettingllms_nb.envs.search.oracle',
+                               ['bm25s_retriever', 'fts5_retriever', 'http_retriever', 'scan_retriever']]
+
+def test_the_package_reexports_every_part_and_keeps_its_all_clean():
+    import importlib
+    import pettingllms_nb.envs.search as pkg
+    parts = ('data', 'retrieval', 'state', 'env', 'prompts', 'agents', 'render', 'oracle')
+    assert tuple(pkg._PARTS) == parts
+    for part, names in pkg._PARTS.items():
+        module = importlib.import_module(f"pettingllms_nb.envs.search.{part}")
+        assert all(getattr(pkg, n) is getattr(module, n) for n in names), part
+        assert set(names) <= set(module.__all__) and 'log' not in module.__all__, part
+        assert not set(module.__all__) & {'search', 'build', 'run', 'step', 'parse', 'reset', 'clone', 'show', 'get'}, part
