@@ -1,4 +1,4 @@
-"""Pure functions that turn states, diffs and trace steps into HTML strings (SVG boards for Plan-Path, Sudoku and Sokoban; maths and code states with verdict badges), escaping everything a model wrote.
+"""Pure functions that turn states, diffs and trace steps into HTML strings (the SVG primitives games draw their boards with; maths and code states with verdict badges), escaping everything a model wrote.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/widgets/render.html.md"""
 
@@ -6,14 +6,14 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/widgets/render.html.md"""
 
 # %% ../../nbs/widgets/60_render.ipynb #85bbdaca
 from __future__ import annotations
-import html, json
+import html, importlib, json
 from typing import Any
 
 # %% auto #0
-__all__ = ['PHASES', 'CELL', 'BOARDS', 'VERDICT_COLOURS', 'VIEWS', 'esc', 'plan_path_svg', 'sudoku_svg', 'sokoban_svg', 'as_dict',
-           'game_kind', 'board_svg', 'kv_table', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'math_html',
-           'code_html', 'state_kind', 'render_state', 'show', 'flatten', 'changed', 'render_diff', 'render_prompt',
-           'render_completion', 'render_action', 'render_reward', 'render_step_card', 'render_phase']
+__all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'esc', 'as_dict', 'kv_table', 'register_card', 'register_board', 'state_class',
+           'board_svg', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'math_html', 'code_html', 'render_state',
+           'show', 'flatten', 'changed', 'render_diff', 'render_prompt', 'render_completion', 'render_action',
+           'render_reward', 'render_step_card', 'render_phase']
 
 # %% ../../nbs/widgets/60_render.ipynb #d113efc3
 PHASES = ('update_from_env', 'generate', 'update_from_model', 'step', 'reward')  # one interaction cycle of one agent
@@ -47,49 +47,15 @@ def _disc(r, c, fill, cls, rad=0.32, stroke='none') -> str:
     return (f"<circle class='{cls}' cx='{c * CELL + CELL / 2}' cy='{r * CELL + CELL / 2}' r='{CELL * rad:.1f}' "
             f"fill='{fill}' stroke='{stroke}' stroke-width='2'/>")
 
-# %% ../../nbs/widgets/60_render.ipynb #6fd21d0a
-def plan_path_svg(g:dict) -> str:
-    "Plan-Path: walls, the goal and the walker's current position."
-    grid, pos, goal = g.get('grid', []), list(g.get('pos', [0, 0])), list(g.get('goal', [0, 0]))
-    h, w = len(grid), max((len(r) for r in grid), default=0)
-    body = [_rect(r, c, '#444' if ch == '#' else '#fff', 'wall' if ch == '#' else 'cell') for r, row in enumerate(grid) for c, ch in enumerate(row)]
-    body += [_rect(*goal, '#a6e3a1', 'goal'), _text(*goal, 'G', '#175', 'bold')]
-    body += [_disc(*pos, '#1e66f5', 'walker')]
-    cap = f"pos {pos} → goal {goal}, {g.get('steps', 0)} moves ({g.get('invalid_moves', 0)} invalid)" + (', solved' if pos == goal else '')
-    return _svg(h, w, ''.join(body), 'plan_path', cap)
+# %% ../../nbs/widgets/60_render.ipynb #9ea92ec9
+_MOVED = {'plan_path_svg': 'pettingllms_nb.envs.stateful.games.plan_path',
+          'sudoku_svg': 'pettingllms_nb.envs.stateful.games.sudoku',
+          'sokoban_svg': 'pettingllms_nb.envs.stateful.games.sokoban'}   # each game now draws itself, in its own module
 
-def sudoku_svg(g:dict) -> str:
-    "Sudoku: clues (grey, bold) distinct from filled cells (blue; red when they contradict the solution)."
-    grid, puzzle, sol = g.get('grid', []), g.get('puzzle', []), g.get('solution') or []
-    n = len(grid); b = int(round(n ** 0.5)) or 1
-    body = []
-    for r in range(n):
-        for c in range(n):
-            v, clue = grid[r][c], bool(puzzle and puzzle[r][c])
-            if clue: body += [_rect(r, c, '#ddd', 'clue'), _text(r, c, v, '#000', 'bold', 'clue')]
-            elif v:
-                bad = bool(sol) and v != sol[r][c]
-                body += [_rect(r, c, '#fde2e2' if bad else '#dce8fd', 'filled'), _text(r, c, v, '#c00' if bad else '#1e66f5', 'normal', 'filled')]
-            else: body.append(_rect(r, c, '#fff', 'empty'))
-    for k in range(0, n + 1, b):  # box borders
-        body.append(f"<line x1='0' y1='{k * CELL}' x2='{n * CELL}' y2='{k * CELL}' stroke='#000' stroke-width='2'/>")
-        body.append(f"<line x1='{k * CELL}' y1='0' x2='{k * CELL}' y2='{n * CELL}' stroke='#000' stroke-width='2'/>")
-    empty = sum(1 for row in grid for v in row if not v)
-    return _svg(n, n, ''.join(body), 'sudoku', f"{n}x{n}, {empty} empty, {g.get('steps', 0)} actions ({g.get('invalid_moves', 0)} invalid)")
-
-def sokoban_svg(g:dict) -> str:
-    "Sokoban: walls, goals (rings), boxes (gold; green on a goal) and the player."
-    h, w = g.get('height', 0), g.get('width', 0)
-    walls, goals, boxes = ({tuple(x) for x in g.get(k, [])} for k in ('walls', 'goals', 'boxes'))
-    body = [_rect(r, c, '#444' if (r, c) in walls else '#f4efe6', 'wall' if (r, c) in walls else 'cell') for r in range(h) for c in range(w)]
-    body += [_disc(r, c, 'none', 'goal', 0.36, '#2a2') for r, c in goals]
-    body += [f"<rect class='box' x='{c * CELL + 4}' y='{r * CELL + 4}' width='{CELL - 8}' height='{CELL - 8}' "
-             f"fill='{'#4c4' if (r, c) in goals else '#d9a400'}' stroke='#333'/>" for r, c in boxes]
-    body.append(_disc(*g.get('player', [0, 0]), '#1e66f5', 'player', 0.3))
-    on = len(boxes & goals)
-    return _svg(h, w, ''.join(body), 'sokoban', f"{on}/{len(boxes)} boxes on goals, {g.get('steps', 0)} moves ({g.get('invalid_moves', 0)} invalid)")
-
-BOARDS = {'plan_path': plan_path_svg, 'sudoku': sudoku_svg, 'sokoban': sokoban_svg}
+def __getattr__(name):
+    "The game boards that used to live here, from the games that now own them (imported on first use)."
+    if name in _MOVED: return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../../nbs/widgets/60_render.ipynb #d964ac15
 def as_dict(state) -> dict:
@@ -97,26 +63,49 @@ def as_dict(state) -> dict:
     if state is None: return {}
     return state.to_dict() if hasattr(state, 'to_dict') else dict(state)
 
-def game_kind(d:dict) -> str|None:
-    "Which board draws this (game) state dict: 'plan_path', 'sudoku', 'sokoban' or None."
-    if {'walls', 'boxes', 'goals', 'player'} <= d.keys(): return 'sokoban'
-    if {'puzzle', 'grid'} <= d.keys(): return 'sudoku'
-    if {'grid', 'pos', 'goal'} <= d.keys(): return 'plan_path'
-    return None
-
-def board_svg(state) -> str:
-    "The board of a state (a stateful env state or a game state), or '' when it has none."
-    d = as_dict(state)
-    g = d['game'] if isinstance(d.get('game'), dict) else d
-    kind = game_kind(g)
-    return BOARDS[kind](g) if kind else ''
-
 def kv_table(d:dict, keys=None, highlight=(), limit:int=400) -> str:
     "A key/value table of `d` (values escaped and clipped); keys in `highlight` are marked as changed."
     rows = ''.join(f"<tr class='{'pllm-changed' if k in highlight else ''}' style='{'background:#fff3b0' if k in highlight else ''}'>"
                    f"<th style='text-align:left;vertical-align:top'>{esc(k)}</th><td>{_pre(esc(d[k], limit))}</td></tr>"
                    for k in (keys if keys is not None else d) if k in d)
     return f"<table class='pllm-kv'>{rows}</table>"
+
+# %% ../../nbs/widgets/60_render.ipynb #fe9803d1
+_CARDS, _BOARDS = {}, {}   # state class -> drawing
+
+def register_card(state_cls:type):
+    "Decorator: `fn(state:dict, highlight=()) -> html` shows `state_cls`'s states (widgets, traces, notebooks)."
+    def deco(fn):
+        _CARDS[state_cls] = fn
+        return fn
+    return deco
+
+def register_board(state_cls:type):
+    "Decorator: `fn(state:dict) -> svg`, a compact picture of `state_cls`'s states (diffs draw it before → after)."
+    def deco(fn):
+        _BOARDS[state_cls] = fn
+        return fn
+    return deco
+
+def _drawing(table:dict, cls):
+    return next((table[k] for k in getattr(cls, '__mro__', ()) if k in table), None)
+
+# %% ../../nbs/widgets/60_render.ipynb #b9289411
+def state_class(state=None, env=None) -> type|None:
+    "The `EnvState` class of `state`: its own type, else the state class of `env` (an env name, an `Env` class or a state class)."
+    from pettingllms_nb.core.state import EnvState
+    if isinstance(state, EnvState): return type(state)
+    if isinstance(env, str):
+        from pettingllms_nb.core.registry import registry, RegistryError
+        try: return registry.get('env', env).state_cls
+        except RegistryError: return None
+    if isinstance(env, type): return env if issubclass(env, EnvState) else getattr(env, 'state_cls', None)
+    return None
+
+def board_svg(state, env=None) -> str:
+    "The registered board of `state` (see `state_class` for `env`), or '' when its class has none."
+    fn = _drawing(_BOARDS, state_class(state, env))
+    return fn(as_dict(state)) if fn is not None and state is not None else ''
 
 # %% ../../nbs/widgets/60_render.ipynb #6b29838c
 VERDICT_COLOURS = {'AC': '#1f883d', 'OK': '#1f883d', 'WA': '#d1242f', 'TLE': '#e67700', 'MLE': '#e67700', 'OLE': '#e67700',
@@ -222,33 +211,19 @@ def code_html(state, highlight=()) -> str:
             + "</div>")
 
 # %% ../../nbs/widgets/60_render.ipynb #77983d29
-_SKIP = {'game', 'code_history', 'tool_output_history', 'tool_action_history', 'plan_action_history'}
+def render_state(state, highlight=(), env=None) -> str:
+    "A state as HTML: the card its environment registered, else its board beside a key/value table of its fields."
+    cls, d = state_class(state, env), as_dict(state)
+    card = _drawing(_CARDS, cls)
+    if card is not None: body = card(d, highlight)
+    else: body = f"<div style='display:flex;gap:1em;align-items:flex-start'>{board_svg(d, cls)}{kv_table(d, highlight=highlight)}</div>"
+    return f"<div class='pllm-state' data-state='{esc(getattr(cls, '__name__', ''))}'>{body}</div>"
 
-def state_kind(d:dict) -> str|None:
-    "Which dedicated view draws this state dict: 'math', 'code' or None."
-    if {'code_history', 'test_results'} <= d.keys(): return 'code'
-    if {'tool_verdict', 'reasoning_answer', 'tool_history'} <= d.keys(): return 'math'
-    return None
-
-VIEWS = {'math': math_html, 'code': code_html}
-
-def render_state(state, highlight=()) -> str:
-    "A state as HTML: a math or code view, or its board as SVG (stateful env, bare game) beside its other fields; else a key/value table."
-    d = as_dict(state)
-    kind = state_kind(d)
-    if kind: return f"<div class='pllm-state' data-state='{kind}'>{VIEWS[kind](d, highlight)}</div>"
-    board = board_svg(d)
-    if not board: return f"<div class='pllm-state'>{kv_table(d, highlight=highlight)}</div>"
-    rest = {k: v for k, v in d.items() if k not in _SKIP and v not in (None, {}, [])} if 'game' in d else {}
-    title = f"<b>{esc(d.get('benchmark', game_kind(d)))}</b>"
-    return (f"<div class='pllm-state'>{title}<div style='display:flex;gap:1em;align-items:flex-start'>{board}"
-            f"{kv_table(rest, highlight=highlight) if rest else ''}</div></div>")
-
-def show(obj):
+def show(obj, env=None):
     "Display a state, step or trace richly in a notebook (an `IPython.display.HTML`)."
     from IPython.display import HTML
-    if hasattr(obj, 'completion') and hasattr(obj, 'reward_terms'): return HTML(render_step_card(obj))
-    return HTML(render_state(obj))
+    if hasattr(obj, 'completion') and hasattr(obj, 'reward_terms'): return HTML(render_step_card(obj, env=env))
+    return HTML(render_state(obj, env=env))
 
 # %% ../../nbs/widgets/60_render.ipynb #90f962f7
 def flatten(d:dict) -> dict:
@@ -264,8 +239,8 @@ def changed(before, after) -> list[str]:
     b, a = flatten(as_dict(before)), flatten(as_dict(after))
     return [k for k in dict.fromkeys([*b, *a]) if b.get(k) != a.get(k)]
 
-def render_diff(before, after) -> str:
-    "The state before → after: both boards, and a table of the changed fields (highlighted)."
+def render_diff(before, after, env=None) -> str:
+    "The state before → after: both boards (when its class has one), and a table of the changed fields (highlighted)."
     b, a = flatten(as_dict(before)), flatten(as_dict(after))
     ks = changed(before, after)
     rows = ''.join(f"<tr class='pllm-changed' style='background:#fff3b0'><th style='text-align:left;vertical-align:top'>{esc(k)}</th>"
@@ -273,9 +248,9 @@ def render_diff(before, after) -> str:
     table = (f"<table class='pllm-diff'><tr><th>field</th><th>before</th><th>after</th></tr>{rows}</table>" if ks
              else "<p class='pllm-diff'><i>no field changed</i></p>")
     boards = ''
-    if board_svg(before) or board_svg(after):
-        boards = (f"<div style='display:flex;gap:1em;align-items:center'>{board_svg(before)}<span style='font-size:20px'>→</span>"
-                  f"{board_svg(after)}</div>")
+    bb, ba = board_svg(before, env), board_svg(after, env)
+    if bb or ba:
+        boards = f"<div style='display:flex;gap:1em;align-items:center'>{bb}<span style='font-size:20px'>→</span>{ba}</div>"
     return f"<div class='pllm-diff-wrap'>{boards}{table}</div>"
 
 # %% ../../nbs/widgets/60_render.ipynb #c1d1912f
@@ -305,13 +280,13 @@ def render_reward(step) -> str:
             f"<table><tr><th>term</th><th>value</th></tr>{rows}</table></div>")
 
 # %% ../../nbs/widgets/60_render.ipynb #1dda5a1d
-def render_step_card(step, phase:str='reward', before=None, active:bool=True) -> str:
+def render_step_card(step, phase:str='reward', before=None, active:bool=True, env=None) -> str:
     "One agent's card: its turn and, for `phase`, the prompt, completion, action, state change or reward."
     if phase not in PHASES: raise ValueError(f"phase={phase!r}; allowed: {PHASES}")
     body = {'update_from_env': lambda: render_prompt(step.prompt),
             'generate': lambda: render_completion(step.completion),
             'update_from_model': lambda: render_action(step),
-            'step': lambda: render_diff(before, step.state_after) if before is not None else render_state(step.state_after),
+            'step': lambda: render_diff(before, step.state_after, env) if before is not None else render_state(step.state_after, env=env),
             'reward': lambda: render_reward(step)}[phase]()
     kept = '' if step.selected else " <span style='color:#888'>(branch not kept)</span>"
     style = 'border:2px solid #1e66f5;background:#f5f8ff' if active else 'border:1px solid #ccc;opacity:0.6'
@@ -334,11 +309,12 @@ def render_phase(trace, i:int, phase:str) -> str:
     applied = PHASES.index(phase) >= PHASES.index('step')
     shown = s.state_after if applied else before
     hl = changed(before, s.state_after) if applied and before is not None else ()
-    state = render_state(shown, highlight=hl) if shown else ''
+    env = getattr(trace, 'meta', {}).get('env')
+    state = render_state(shown, highlight=hl, env=env) if shown else ''
     agents = list(dict.fromkeys([*getattr(trace, 'meta', {}).get('turn_order', []), *(x.agent for x in trace)]))
     cards = []
     for a in agents:
-        if a == s.agent: cards.append(render_step_card(s, phase, before, True))
+        if a == s.agent: cards.append(render_step_card(s, phase, before, True, env))
         else: cards.append(_idle_card(a, next((x for x in reversed(trace.steps[:i]) if x.agent == a and x.selected), None)))
     head = (f"<div class='pllm-head'>step <b>{i + 1}</b>/{len(trace)} · problem {esc(s.problem_uid)} · turn {s.turn_idx} · "
             f"phase <b class='pllm-phase'>{phase}</b></div>")
