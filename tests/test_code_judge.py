@@ -3,6 +3,7 @@ a list, floats within a tolerance, bools never numbers), the test checks (`truth
 harness as a module file run with `python -S`, and the security properties (the verdict in the parent; forged result
 lines, always-equal objects, early exits and compile errors never pass)."""
 import ast, json, subprocess, sys
+from pathlib import Path
 import pytest
 
 from pettingllms_nb.engine.policies import run_sync
@@ -11,6 +12,8 @@ from pettingllms_nb.envs.code.harness import RESULT_MARK, decode, encode
 from pettingllms_nb.envs.code.judge import (CHECKS, call_job, call_result, check_tests, harness_source, judge_test,
                                             judge_tests, parse_tests, value_matches, values_equal)
 
+
+ROOT = Path(__file__).resolve().parents[1]
 
 def verdict(code, test, fn):
     return run_sync(judge_test(code, test, 'call', fn)).verdict
@@ -71,6 +74,12 @@ def test_the_harness_is_a_stdlib_module_file_run_with_dash_S():
     assert imported <= {'__future__', 'json', 'math', 'os', 'sys', 'linecache', 'traceback'}, imported
     assert run_harness("def f(a, b): return (a + b, {a})", 'f', [1, 2]) == (0, ('return', (3, {1})), '')
     assert run_harness("class Solution:\n    def f(self, x): return [x]", 'f', [(1,)])[1] == ('return', [(1,)])
+
+def test_ruff_check_harness():
+    pytest.importorskip('ruff', reason="ruff comes with the dev extra")
+    p = subprocess.run([sys.executable, '-m', 'ruff', 'check', '--config', str(ROOT / 'pyproject.toml'), harness.__file__],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
 
 def test_the_harness_reports_compile_errors_runtime_errors_and_non_data():
     rc, res, err = run_harness("def f(:", 'f', [])

@@ -221,6 +221,13 @@ def test_the_worker_is_a_module_file_run_in_isolated_mode():
         tx.close(); assert proc.wait(30) == 0; rx.close()
     assert subprocess.run([sys.executable, '-I', verify_worker.__file__], capture_output=True).returncode == 1
 
+def test_ruff_check_worker():
+    pytest.importorskip('ruff', reason="ruff comes with the dev extra")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, '-m', 'ruff', 'check', '--config', os.path.join(root, 'pyproject.toml'),
+                        verify_worker.__file__], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+
 def test_gold_first_and_boxed_extraction():
     assert check_answer("5", r"so \boxed{x = 5}") and not check_answer("5", r"\boxed{\frac{1}{2}")   # unclosed box
     assert check_answer(r"\boxed{\frac{1}{2}}", r"$\boxed{0.5}$")
