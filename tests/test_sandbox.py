@@ -704,3 +704,11 @@ def test_launch_modes():
     with pytest.raises(ValueError, match='not one of'): run_code("print(1)", launch='spawn')
     with pytest.raises(ValueError, match="launch='server' needs"): run_code("print(1)", isolation='rlimits-only', launch='server')
     if SERVER: assert run_code("print(1)", expected='1', launch='fresh').verdict == 'AC'
+
+@needs_server
+def test_no_free_slot_for_a_server_launches_fresh(monkeypatch):
+    "When every slot uid is taken no server starts, and the run launches bubblewrap itself: judged, not IE."
+    def taken(): raise sbx.forkserver.NoFreeSlot("all taken")
+    monkeypatch.setattr(sbx.forkserver, '_own_slot', taken)
+    monkeypatch.setattr(sbx.forkserver, '_idle', [])
+    assert run_code("print(1)", expected='1').verdict == 'AC'
