@@ -9,14 +9,14 @@ __all__ = ['EXIT_CE', 'EXIT_MLE', 'EXIT_LAUNCH', 'INNER_DIR', 'REQUEST_FDS', 'fo
            'split_status', 'exit_status', 'libc_function', 'supervise', 'format_request', 'parse_request', 'unpack_fds',
            'serve', 'parse_args', 'main']
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #87437114
+# %% ../../nbs/sandbox/30_launcher.ipynb #712711ef
 import gc, os, sys, resource, _signal, _socket
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #9308bb5a
+# %% ../../nbs/sandbox/30_launcher.ipynb #5ba5bb66
 EXIT_CE, EXIT_MLE, EXIT_LAUNCH = 97, 98, 99   # distinctive exit statuses of the program's process
 _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS = 4, 36, 38   # prctl options (linux/prctl.h)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #60709ed6
+# %% ../../nbs/sandbox/30_launcher.ipynb #0253e781
 def format_limits(limits) -> list:
     "The command-line words for `limits` ({'CPU': (soft, hard), ...}): ['CPU:2:3', ...]."
     return ["%s:%d:%d" % (name, soft, hard) for name, (soft, hard) in limits.items()]
@@ -30,7 +30,7 @@ def parse_limits(words) -> list:
         out.append((getattr(resource, "RLIMIT_" + name), int(soft), int(hard)))
     return out
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #82d91882
+# %% ../../nbs/sandbox/30_launcher.ipynb #5ce6247a
 def format_report(status:int, fired:int, cpu_us:int|None=None, maxrss_kb:int|None=None) -> bytes:
     "The supervisor's last line: wait status, backstop fired, and (from a fork server) CPU µs and peak RSS KiB."
     extra = b"" if cpu_us is None else b" %d %d" % (cpu_us, maxrss_kb or 0)
@@ -52,14 +52,14 @@ def split_status(data:bytes) -> dict:
         elif rest[:1] in (b"C", b"R"): marks += rest[:1].decode()
     return {"marks": marks, "error": error, "report": report}
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #19d000d8
+# %% ../../nbs/sandbox/30_launcher.ipynb #0c3ea759
 def exit_status(code) -> tuple:
     "`(status, text for stderr or None)` for `sys.exit(code)`, as the interpreter computes them."
     if code is None: return 0, None
     if isinstance(code, int): return code & 0xFF, None
     return 1, str(code)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #31e42a43
+# %% ../../nbs/sandbox/30_launcher.ipynb #78a531b6
 def libc_function(name:str):
     "The C function `name` of the running process (libc), returning int and keeping errno; None if unavailable."
     try:
@@ -76,7 +76,7 @@ def _check(ret:int, what:str):
         e = _ctypes.get_errno()
         raise OSError(e, "%s: %s" % (what, os.strerror(e)))
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #28361624
+# %% ../../nbs/sandbox/30_launcher.ipynb #1fc9ab31
 def _enter(st:int, uid:int, prctl, limits):
     "Become the run's process: uid, privileges, limits, descriptors. Returns the program's source."
     if uid >= 0:
@@ -93,7 +93,7 @@ def _enter(st:int, uid:int, prctl, limits):
     os.closerange(st + 1, 1 << 20)
     with open("solution.py", "rb") as f: return f.read()
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #67d5a9a4
+# %% ../../nbs/sandbox/30_launcher.ipynb #de22d2ab
 def _child(st:int, uid:int, prctl, limits):
     "The run's process: enter, compile, run the program; never returns."
     try: src = _enter(st, uid, prctl, limits)
@@ -127,7 +127,7 @@ def _child(st:int, uid:int, prctl, limits):
         status = 1
     _finish(status, main)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #6d4e3e54
+# %% ../../nbs/sandbox/30_launcher.ipynb #bfbb3dd3
 def _finish(status:int, main):
     "End the program as interpreter shutdown would (threads, atexit, open files), then `_exit`."
     try:
@@ -144,7 +144,7 @@ def _finish(status:int, main):
             except BaseException: status = status or 120
     os._exit(status & 0xFF)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #5b98182a
+# %% ../../nbs/sandbox/30_launcher.ipynb #15d1aa18
 def _children(me:int):
     "The pids of `me`'s children (None if /proc cannot tell)."
     try:
@@ -163,7 +163,7 @@ def _reap_all():
         except ChildProcessError: return
         if pid == 0 and kids is None: return
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #83940ae6
+# %% ../../nbs/sandbox/30_launcher.ipynb #ac147a78
 def supervise(st:int, uid:int, wall:float, sweep:bool, parent_uid:int, limits):
     "One run: fork the child, wait (wall-clock backstop armed), kill and reap everything, report; never returns."
     prctl = libc_function("prctl")
@@ -190,7 +190,7 @@ def supervise(st:int, uid:int, wall:float, sweep:bool, parent_uid:int, limits):
     os.write(st, format_report(status, len(fired)))
     os._exit(0)                                            # nothing to flush; skip interpreter teardown
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #d6b65179
+# %% ../../nbs/sandbox/30_launcher.ipynb #e416b337
 INNER_DIR = "/tmp/run"                     # the run's cwd, HOME and TMPDIR inside bubblewrap
 REQUEST_FDS = ("stdin", "stdout", "stderr", "status", "source")
 
@@ -204,7 +204,7 @@ def parse_request(data:bytes) -> dict:
     if len(words) < 3 or words[0] != "RUN": raise ValueError("not a run request: %r" % data[:60])
     return {"wall": float(words[1]), "disk_limit": int(words[2]), "limits": parse_limits(words[3:])}
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #28abe12a
+# %% ../../nbs/sandbox/30_launcher.ipynb #e0e5b50b
 def unpack_fds(ancdata) -> list:
     "The file descriptors carried by `recvmsg` ancillary data (SCM_RIGHTS), in order."
     fds = []
@@ -214,7 +214,7 @@ def unpack_fds(ancdata) -> list:
             fds += [int.from_bytes(data[i:i + 4], sys.byteorder, signed=True) for i in range(0, n, 4)]
     return fds
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #462020b5
+# %% ../../nbs/sandbox/30_launcher.ipynb #fe89c4f5
 _CLONE_NEWNS, _CLONE_NEWIPC = 0x00020000, 0x08000000
 _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 16384, 1 << 18
 
@@ -241,7 +241,7 @@ def _prepare(fds:dict, disk_limit:int, libc:dict):
     os.chdir(INNER_DIR)
     _signal.signal(_signal.SIGALRM, _signal.SIG_DFL)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #1808fa04
+# %% ../../nbs/sandbox/30_launcher.ipynb #405bf1be
 def _serve_one(msg:bytes, fds:dict, uid:int, libc:dict, state:dict):
     "Run one request in a fresh child; kill and reap everything; report on the status pipe."
     st = fds["status"]
@@ -271,7 +271,7 @@ def _serve_one(msg:bytes, fds:dict, uid:int, libc:dict, state:dict):
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     os.write(st, format_report(status, state["fired"], int(cpu * 1e6), ru.ru_maxrss))
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #c8961e20
+# %% ../../nbs/sandbox/30_launcher.ipynb #a0122ba5
 def serve(ctrl:int, uid:int):
     "The fork server: serve run requests on the control socket `ctrl` until it closes; never returns."
     libc = {name: libc_function(name) for name in ("prctl", "unshare", "mount")}
@@ -297,7 +297,7 @@ def serve(ctrl:int, uid:int):
         finally:
             for fd in got: os.close(fd)
 
-# %% ../../nbs/sandbox/30_launcher.ipynb #869a054c
+# %% ../../nbs/sandbox/30_launcher.ipynb #5af1f3a7
 def parse_args(argv) -> dict:
     "The mode and its arguments, typed."
     if len(argv) == 3 and argv[0] == "serve": return dict(mode="serve", ctrl=int(argv[1]), uid=int(argv[2]))
