@@ -90,6 +90,12 @@ BUILTINS = {
                                               ('agent', 'math_single_agent')]),
     'pettingllms_nb.envs.code.env': (None, [('env', 'code_env'), ('agent', 'code_generator'), ('agent', 'test_generator'),
                                             ('agent', 'code_single_agent')]),
+    'pettingllms_nb.envs.search.retrieval': (None, [('worker', 'fts5_retriever'), ('worker', 'http_retriever'),
+                                                    ('worker', 'scan_retriever')]),   # bm25s_retriever: the [search] extra
+    'pettingllms_nb.envs.search.agents': (None, [('env', 'search_env'), ('agent', 'reasoning_agent'), ('agent', 'web_search_agent'),
+                                                 ('agent', 'search_single_agent')]),
+    'pettingllms_nb.envs.search.oracle': (None, [('scripted', 'search_env.oracle'), ('scripted', 'search_env.random'),
+                                                 ('scripted', 'search_env.no_retrieval')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 
