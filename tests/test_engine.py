@@ -5,9 +5,7 @@ from pettingllms_nb.engine.rollout import rollout, arollout
 from pettingllms_nb.engine.policies import ScriptedPolicy, ReplayPolicy, Request, Completion, Policy
 from pettingllms_nb.engine.trace import Trace
 from pettingllms_nb.engine.check_env import check_env
-import toyworld
-
-toyworld.register()
+from pettingllms_nb.envs.toy import Scout, Runner, scout_truth, runner_trust
 ROLES = ['scout', 'runner']
 
 
@@ -15,7 +13,7 @@ def guess(req, rng): return f"#### [{rng.randint(0, 9)}]"
 
 
 def tree(n=4, seeds=range(6), **kw):
-    return rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, mode='tree', n=n, seeds=seeds, **kw)
+    return rollout('toy_relay', {'scout': guess, 'runner': runner_trust}, mode='tree', n=n, seeds=seeds, **kw)
 
 
 def test_tree_groups_have_n_members_sharing_one_parent():
@@ -63,7 +61,7 @@ def test_branch_rewards_differ_when_actions_differ():
 
 def test_no_group_mixes_problems_turns_or_agents():
     for mode, n in (('tree', 3), ('independent', 3)):
-        t = rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, mode=mode, n=n, seeds=range(12), max_turns=3)
+        t = rollout('toy_relay', {'scout': guess, 'runner': runner_trust}, mode=mode, n=n, seeds=range(12), max_turns=3)
         for gid, steps in t.groups().items():
             assert len({s.problem_uid for s in steps}) == 1, gid
             assert len({s.turn_idx for s in steps}) == 1, gid
@@ -72,7 +70,7 @@ def test_no_group_mixes_problems_turns_or_agents():
 
 
 def test_independent_rollouts_are_separate_episodes():
-    t = rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, n=4, seeds=range(3))
+    t = rollout('toy_relay', {'scout': guess, 'runner': runner_trust}, n=4, seeds=range(3))
     assert len(t.episodes) == 12
     assert sorted({(e.problem_uid, e.rollout_idx) for e in t.episodes}).__len__() == 12
     assert all(s.selected for s in t)
@@ -87,7 +85,7 @@ def test_garbage_never_raises(junk):
 
 
 def test_success_stops_early_and_is_recorded():
-    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=range(10), max_turns=3)
+    t = rollout('toy_relay', {'scout': scout_truth, 'runner': runner_trust}, seeds=range(10), max_turns=3)
     assert t.success_rate() == 1.0
     assert all(e.turns == 1 and e.done for e in t.episodes)
     assert len(t) == 20
@@ -118,7 +116,7 @@ def test_one_batch_per_agent_turn():
 
 
 def test_simultaneous_schedule_builds_prompts_at_turn_start():
-    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=[0], max_turns=1, schedule='simultaneous')
+    t = rollout('toy_relay', {'scout': scout_truth, 'runner': runner_trust}, seeds=[0], max_turns=1, schedule='simultaneous')
     runner = t.filter(agent='runner')[0]
     assert 'hint None' in runner.prompt['text']
 
@@ -138,12 +136,12 @@ def test_toy_env_passes_check_env():
 def test_infra_error_reaches_the_step():
     "An agent that marks an infrastructure failure gets it on its trace step (the trainer leaves such steps out)."
     from pettingllms_nb.core.registry import registry
-    class FlakyRunner(toyworld.Runner):
+    class FlakyRunner(Runner):
         async def step(self, env, worker=None):
             self.infra_error = "sandbox down (test)"
     registry.add('agent', 'flaky_runner', FlakyRunner, env='toy_relay'); FlakyRunner.role = 'flaky_runner'
     try:
-        t = rollout('toy_relay', {'scout': toyworld.truth, 'flaky_runner': toyworld.trust}, seeds=[0], max_turns=2,
+        t = rollout('toy_relay', {'scout': scout_truth, 'flaky_runner': runner_trust}, seeds=[0], max_turns=2,
                     turn_order=['scout', 'flaky_runner'])
     finally: registry.entries['agent'].pop('flaky_runner')
     assert {s.agent: s.infra_error for s in t} == {'scout': None, 'flaky_runner': 'sandbox down (test)'}
@@ -153,7 +151,7 @@ def test_take_turn_is_what_the_engine_does():
     "take_turn plays one agent turn on an env exactly as a rollout step does (same state after, same reward)."
     from pettingllms_nb.core.agent import take_turn
     from pettingllms_nb.core.registry import make_env, make_agent
-    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=[5], max_turns=1)
+    t = rollout('toy_relay', {'scout': scout_truth, 'runner': runner_trust}, seeds=[5], max_turns=1)
     env, scout = make_env('toy_relay'), make_agent('scout')
     env.reset(5)
     scout.update_from_env(env, 0)

@@ -78,6 +78,9 @@ class Entry:
 # Built-in modules, the components each provides, and the extra each needs (None: always installed).
 BUILTINS = {
     'pettingllms_nb.engine.policies': (None, [('policy', 'scripted'), ('policy', 'replay'), ('policy', 'human')]),
+    'pettingllms_nb.envs.toy.env': (None, [('env', 'toy_relay')]),
+    'pettingllms_nb.envs.toy.agents': (None, [('agent', 'scout'), ('agent', 'runner')]),
+    'pettingllms_nb.envs.toy.oracle': (None, [('scripted', 'toy_relay.oracle'), ('scripted', 'toy_relay.random')]),
     'pettingllms_nb.sandbox': (None, [('worker', 'sandbox')]),
     'pettingllms_nb.envs.stateful.env': (None, [('env', 'stateful_env'), ('agent', 'plan_agent'), ('agent', 'tool_call_agent'),
                                                 ('agent', 'stateful_single_agent')]),
