@@ -12,10 +12,10 @@ from .core.config import load_config
 from .engine.rollout import rollout
 from .envs.stateful import game_from_prompt, oracle_policy, random_policy, respond, STATE_LABEL
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_SEED_BASE', 'ROWS',
+__all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_SEED_BASE', 'ROWS',
            'SYSTEMS_TRAINED', 'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors',
            'run_training', 'run_demo']
 
@@ -177,7 +177,7 @@ def _run_rows(jobs:list, workers:int, progress:bool, threads:int) -> list:
         futs = [ex.submit(run_row, *j, progress=False, threads=threads) for j in order]
         done = []
         for f in tqdm(as_completed(futs), total=len(futs), desc=f"demo rows ({workers} processes)", disable=not progress):
-            done.append(f.result()); log.info("%s: %s", done[-1][0], done[-1][1]['success_rate'])
+            done.append(f.result()); _log.info("%s: %s", done[-1][0], done[-1][1]['success_rate'])
     return done
 
 def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=80, quick:bool=False, threads:int=1,

@@ -9,17 +9,18 @@ from __future__ import annotations
 import difflib, html, importlib, inspect, logging, sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from fastcore.basics import patch
 from .env import Env
 from .agent import Agent
 from .state import EnvState
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
-           'check_contract', 'Entry', 'Registry', 'load', 'get', 'names', 'agents_for', 'scripted', 'RegistryTable',
-           'show', 'register_env', 'register_agent', 'register_worker', 'register_policy', 'register_scripted',
-           'make_env', 'make_agent', 'make_worker', 'make_policy', 'shared_worker', 'lazy_exports']
+__all__ = ['KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
+           'check_contract', 'Entry', 'Registry', 'RegistryTable', 'register_env', 'register_agent', 'register_worker',
+           'register_policy', 'register_scripted', 'make_env', 'make_agent', 'make_worker', 'make_policy',
+           'shared_worker', 'lazy_exports']
 
 # %% ../../nbs/core/05_registry.ipynb #88b6e9f7
 KINDS = ('env', 'agent', 'worker', 'policy', 'scripted')
@@ -116,12 +117,14 @@ class Registry:
         if name not in self.entries[kind]: self.entries[kind][name] = Entry(kind, name, None, module, {}, reason, extra)
 
 # %% ../../nbs/core/05_registry.ipynb #ddfb0db8
+@patch
 def _import_builtin(self:Registry, module:str, extra, provides):
     try: importlib.import_module(module)
     except ImportError as e:
         for kind, name in provides: self.mark_unavailable(kind, name, module, f"{type(e).__name__}: {e}", extra)
-        log.debug("optional module %s unavailable: %s", module, e)
+        _log.debug("optional module %s unavailable: %s", module, e)
 
+@patch
 def load(self:Registry):
     "Import the built-in modules and the plugins (once)."
     if self._loaded: return self
@@ -132,12 +135,11 @@ def load(self:Registry):
             try: ep.load()
             except Exception as e:
                 self.plugin_errors[ep.name] = f"{type(e).__name__}: {e}"
-                log.warning("plugin %r (%s) failed to load: %s", ep.name, ep.value, e)
+                _log.warning("plugin %r (%s) failed to load: %s", ep.name, ep.value, e)
     return self
 
-Registry._import_builtin, Registry.load = _import_builtin, load
-
 # %% ../../nbs/core/05_registry.ipynb #1974ee01
+@patch
 def get(self:Registry, kind:str, name:str):
     "The component registered as `kind` `name`, or an error that says what to do."
     if kind not in KINDS: raise ValueError(f"unknown registry kind {kind!r}; allowed: {KINDS}")
@@ -152,21 +154,22 @@ def get(self:Registry, kind:str, name:str):
     hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
     raise RegistryError(f"no {kind} named {name!r}; {hint}registered {kind}s: {known}")
 
+@patch
 def names(self:Registry, kind:str, available_only:bool=True) -> list[str]:
     "Registered names of `kind`."
     self.load()
     return sorted(n for n, e in self.entries[kind].items() if e.available or not available_only)
 
+@patch
 def agents_for(self:Registry, env:str) -> list[str]:
     "Agents registered for environment `env`."
     self.load()
     return sorted(n for n, e in self.entries['agent'].items() if e.available and e.meta.get('env') == env)
 
+@patch
 def scripted(self:Registry, env:str, name:str='oracle'):
     "The scripted policy `name` (e.g. 'oracle', 'random') registered for environment `env`."
     return self.get('scripted', f"{env}.{name}")
-
-Registry.get, Registry.names, Registry.agents_for, Registry.scripted = get, names, agents_for, scripted
 
 # %% ../../nbs/core/05_registry.ipynb #21299131
 class RegistryTable(list):
@@ -182,6 +185,7 @@ class RegistryTable(list):
         tr = ''.join("<tr>" + ''.join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>" for r in self)
         return f"<table><tr>{th}</tr>{tr}</table>"
 
+@patch
 def show(self:Registry) -> RegistryTable:
     "Every component, available or not, with why and how to fix."
     self.load()
@@ -193,8 +197,6 @@ def show(self:Registry) -> RegistryTable:
             rows.append((kind, name, 'ok' if e.available else 'unavailable', e.module, notes))
     for ep, err in self.plugin_errors.items(): rows.append(('plugin', ep, 'failed', '', err))
     return rows
-
-Registry.show = show
 
 # %% ../../nbs/core/05_registry.ipynb #ab095ce2
 registry = Registry()

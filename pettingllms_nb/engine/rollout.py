@@ -15,10 +15,10 @@ from ..core.registry import registry, make_env, make_agent
 from .policies import Policy, ScriptedPolicy, Request, Completion, run_sync
 from .trace import Trace, Step, Episode
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'SCHEDULES', 'MODES', 'SELECTS', 'RolloutSpec', 'resolve_spec', 'resolve_policies', 'arollout', 'rollout']
+__all__ = ['SCHEDULES', 'MODES', 'SELECTS', 'RolloutSpec', 'resolve_spec', 'resolve_policies', 'arollout', 'rollout']
 
 # %% ../../nbs/engine/12_rollout.ipynb #87847581
 SCHEDULES, MODES, SELECTS = ('sequential', 'simultaneous'), ('independent', 'tree'), ('best', 'random')
