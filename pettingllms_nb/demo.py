@@ -8,16 +8,16 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/demo.html.md"""
 from __future__ import annotations
 import json, logging, random, time
 from pathlib import Path
-from .core.config import load_config
+from .core.config import load_config, DEMO_SEED_BASE   # far from training and validation seeds
 from .engine.rollout import rollout
 from .envs.stateful import game_from_prompt, oracle_policy, random_policy, respond, STATE_LABEL
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_SEED_BASE', 'ROWS',
-           'SYSTEMS_TRAINED', 'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors',
-           'run_training', 'run_demo']
+__all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'ROWS', 'SYSTEMS_TRAINED',
+           'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors', 'run_training',
+           'run_demo']
 
 # %% ../nbs/cli/41_demo.ipynb #6f08ad2f
 _PROGRAM_HEAD = "import json\nstate = json.loads(__STATE__)\n"
@@ -104,8 +104,6 @@ SYSTEMS = {
 GAMES = {'plan_path': 'stateful_plan_path', 'sudoku': 'stateful_sudoku', 'sokoban': 'stateful_sokoban'}
 
 # %% ../nbs/cli/41_demo.ipynb #a3ba8cd1
-DEMO_SEED_BASE = 2_000_000   # far from training and validation seeds
-
 def evaluate_system(preset:str, system:str, seeds) -> dict:
     "Success rate and per-agent mean reward of a scripted `system` on `preset` over `seeds`."
     t0 = time.perf_counter()

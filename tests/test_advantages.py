@@ -170,7 +170,7 @@ def noisy_trust(req, rng):
 
 
 def test_at_grpo_on_a_tree_trace_matches_the_samplers_groups():
-    t = rollout('toy_relay', {'scout': guess, 'runner': noisy_trust}, mode='tree', n=4, seeds=range(6), max_turns=3)
+    t = rollout('toy_relay', {'scout': guess, 'runner': noisy_trust}, mode='tree', sample_num=4, seeds=range(6), max_turns=3)
     adv = at_grpo(t)
     assert is_tree(t) and adv.stats.steps == len(t)
     assert adv.stats.groups == len(t.groups()) and all(g.size == 4 for g in adv.groups)
@@ -190,7 +190,7 @@ def test_at_grpo_on_a_tree_trace_matches_the_samplers_groups():
 
 
 def test_at_grpo_on_independent_rollouts_groups_the_n_rollouts():
-    t = rollout('toy_relay', {'scout': guess, 'runner': noisy_trust}, n=4, seeds=range(5), max_turns=3)
+    t = rollout('toy_relay', {'scout': guess, 'runner': noisy_trust}, sample_num=4, seeds=range(5), max_turns=3)
     assert not is_tree(t)
     adv = at_grpo(t)
     sizes = []
@@ -204,7 +204,7 @@ def test_at_grpo_on_independent_rollouts_groups_the_n_rollouts():
 
 
 def test_reward_fn_remixes_terms():
-    t = rollout('toy_relay', {'scout': scout_truth, 'runner': noisy_trust}, mode='tree', n=3, seeds=range(4))
+    t = rollout('toy_relay', {'scout': scout_truth, 'runner': noisy_trust}, mode='tree', sample_num=3, seeds=range(4))
     kinds = {**{x.name: x.kind for x in Scout.reward_spec.terms}, **{x.name: x.kind for x in Runner.reward_spec.terms}}
     same = at_grpo(t, reward_fn=terms_reward(kinds, alpha=1.0))
     assert same == at_grpo(t)                                     # the engine's mix, recomputed

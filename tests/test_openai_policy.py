@@ -257,7 +257,7 @@ def _relay_reply(body, i):
 def test_rollout_of_the_toy_world_end_to_end(server):
     server.reply = _relay_reply
     pol = policy(server, model=None, models={"scout": "scout-m", "runner": "runner-m"}, return_token_ids=True)
-    trace = rollout("toy_relay", pol, mode="tree", n=3, seeds=range(4), sampling={"temperature": 1.0, "max_tokens": 16})
+    trace = rollout("toy_relay", pol, mode="tree", sample_num=3, seeds=range(4), sampling={"temperature": 1.0, "max_tokens": 16})
     assert len(trace.episodes) == 4 and all(e.success for e in trace.episodes)
     assert {s.agent for s in trace.steps} == {"scout", "runner"}
     assert all(len(g) == 3 for g in trace.groups().values())

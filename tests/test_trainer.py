@@ -125,6 +125,20 @@ def test_caching_worker_runs_each_program_once():
     assert (w.hits, w.misses) == (4, 2)
 
 
+def test_sample_num_names_samples_per_problem(tmp_path):
+    "collect/evaluate take `sample_num` (default: the config's train/validate_sample_num); old `n=`/`k=` still work."
+    tr = Trainer('tiny_plan_path_single', SMALL, out_dir=tmp_path, progress=False)
+    tree = tr.collect(seeds=[0])
+    assert tree.meta['sample_num'] == 2 and tree.meta['mode'] == 'tree'              # training.train_sample_num=2
+    assert tr.collect(seeds=[0], mode='independent', sample_num=3).meta['sample_num'] == 3
+    with pytest.warns(DeprecationWarning, match='use sample_num=3'):
+        assert tr.collect(seeds=[0], mode='independent', n=3).meta['sample_num'] == 3
+    new = tr.evaluate(seeds=[0, 1], sample_num=2, temperature=1.0)
+    with pytest.warns(DeprecationWarning, match='use sample_num=2'):
+        assert tr.evaluate(seeds=[0, 1], k=2, temperature=1.0).keys() == new.keys()
+    assert 'val/pass@k' in new and 'val/pass@k' not in tr.evaluate(seeds=[0, 1])   # validate_sample_num=1 by default
+
+
 def test_specialisation_levels_map_roles_to_units(tmp_path):
     "L1 one shared adapter; L2 one adapter per role on one model; L3 one model per role."
     l1 = Trainer('tiny_plan_path', SMALL, out_dir=tmp_path / 'l1', progress=False)

@@ -18,7 +18,7 @@ EVIL = '<script>alert("x")</script>'
 def sudoku(): return rollout('stateful_sudoku', random_policy, seeds=[3])
 
 @pytest.fixture(scope='module')
-def tree(): return rollout('stateful_sudoku', random_policy, mode='tree', n=3, seeds=[0, 1], max_turns=2)
+def tree(): return rollout('stateful_sudoku', random_policy, mode='tree', sample_num=3, seeds=[0, 1], max_turns=2)
 
 def evil_trace():
     st = {'benchmark': 'sudoku', 'tool_code': EVIL, 'game': {'size': 4, 'puzzle': [[1, 0, 0, 0]] + [[0] * 4] * 3,

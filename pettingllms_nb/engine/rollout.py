@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/engine/rollout.html.md"""
 
 # %% ../../nbs/engine/12_rollout.ipynb #1f5f3258
 from __future__ import annotations
-import asyncio, logging, random
+import asyncio, logging, random, warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from ..core.env import Env
@@ -19,10 +19,12 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SCHEDULES', 'MODES', 'SELECTS', 'RolloutSpec', 'resolve_spec', 'resolve_policies', 'Slot', 'make_slots', 'start_turn',
-           'Branch', 'agent_turn', 'keep_branch', 'close_episodes', 'arollout', 'rollout']
+           'Branch', 'agent_turn', 'keep_branch', 'close_episodes', 'renamed_kwarg', 'arollout', 'rollout']
 
 # %% ../../nbs/engine/12_rollout.ipynb #87847581
-SCHEDULES, MODES, SELECTS = ('sequential', 'simultaneous'), ('independent', 'tree'), ('best', 'random')
+SCHEDULES = ('sequential', 'simultaneous')   # RolloutSpec.schedule, multi_agent_interaction.schedule
+MODES = ('tree', 'independent')              # arollout(mode=), training.rollout_mode
+SELECTS = ('best', 'random')                 # arollout(select=) in tree mode, training.branch_select
 
 @dataclass
 class RolloutSpec:
@@ -134,14 +136,14 @@ async def _generate(policy, requests):
     return [[c if isinstance(c, Completion) else Completion(str(c)) for c in o] for o in outs]
 
 # %% ../../nbs/engine/12_rollout.ipynb #11f7c6a2
-async def agent_turn(slots:list[Slot], role:str, turn:int, policy, spec:RolloutSpec, tree:bool=False, n:int=1,
-                     sampling:dict|None=None, worker=None) -> list[list[Branch]]:
-    "Phase 2: `role` answers in every slot that may act; returns each slot's branches, played (`n` per slot if `tree`)."
+async def agent_turn(slots:list[Slot], role:str, turn:int, policy, spec:RolloutSpec, tree:bool=False,
+                     sample_num:int=1, sampling:dict|None=None, worker=None) -> list[list[Branch]]:
+    "Phase 2: `role` answers in every slot that may act; returns each slot's branches (`sample_num` each if `tree`)."
     act = [s for s in slots if not s.env.done and not s.agents[role].skip_current_turn]
     if not act: return []
     if spec.schedule == 'sequential':
         for s in act: s.agents[role].update_from_env(s.env, turn)
-    reqs = [Request(role, s.agents[role].current_prompt, n=n if tree else 1, sampling=sampling or {}, problem_uid=s.uid,
+    reqs = [Request(role, s.agents[role].current_prompt, n=sample_num if tree else 1, sampling=sampling or {}, problem_uid=s.uid,
                     turn_idx=turn, rollout_idx=s.rollout_idx) for s in act]
     groups = []
     for s, comps in zip(act, await _generate(policy, reqs)):   # one list of completions per request
@@ -196,32 +198,49 @@ def close_episodes(slots:list[Slot], trace:Trace|None=None) -> list[Episode]:
     if trace is not None: trace.episodes.extend(out)
     return out
 
+# %% ../../nbs/engine/12_rollout.ipynb #3e4f5a6b
+def renamed_kwarg(where:str, new:str, value, old:str, old_value, default=None, stacklevel:int=3):
+    "`value` of keyword `new`, or the deprecated `old` one (with a `DeprecationWarning`) when only that was given."
+    if old_value is None: return value
+    if value != default: raise TypeError(f"{where}: pass {new}= only ({old}= is its deprecated old name)")
+    warnings.warn(f"{where}({old}=...) is deprecated; use {new}={old_value!r}", DeprecationWarning, stacklevel=stacklevel)
+    return old_value
+
+def _check_sample_num(sample_num) -> int:
+    if not isinstance(sample_num, int) or isinstance(sample_num, bool) or sample_num < 1:
+        raise ValueError(f"sample_num={sample_num!r}; expected an integer >= 1 (samples per problem)")
+    return sample_num
+
 # %% ../../nbs/engine/12_rollout.ipynb #668ba6bb
-async def arollout(config_or_env, policies, mode:str="independent", n:int=1, seeds=(0,), select="best",
+async def arollout(config_or_env, policies, mode:str="independent", sample_num:int=1, seeds=(0,), select="best",
                    schedule:str|None=None, turn_order=None, max_turns:int|None=None, worker=None,
-                   sampling:dict|None=None, progress:bool=False, seed:int=0, trace:Trace|None=None, **env_kwargs) -> Trace:
-    "Run rollouts (async). See `rollout`; `trace`: record into this one (e.g. a `StepThrough` follows it) instead of a new one."
+                   sampling:dict|None=None, progress:bool=False, seed:int=0, trace:Trace|None=None,
+                   n:int|None=None, **env_kwargs) -> Trace:
+    "Run rollouts (async). See `rollout`; `trace`: record into this one (a `StepThrough` can follow it)."
+    sample_num = _check_sample_num(renamed_kwarg('arollout', 'sample_num', sample_num, 'n', n, default=1))
     if mode not in MODES: raise ValueError(f"mode={mode!r}; allowed: {MODES}")
-    if not isinstance(n, int) or n < 1: raise ValueError(f"n={n!r}; expected an integer >= 1")
-    if not callable(select) and select not in SELECTS: raise ValueError(f"select={select!r}; allowed: {SELECTS} or a function")
+    if not callable(select) and select not in SELECTS:
+        raise ValueError(f"select={select!r}; allowed: {SELECTS} or a function")
     spec = resolve_spec(config_or_env, turn_order, max_turns, schedule, **env_kwargs)
     pol = resolve_policies(policies, spec.turn_order)
     samp = {r: {**spec.sampling.get(r, {}), **(sampling or {})} for r in spec.turn_order}
-    meta = dict(env=spec.env_name, env_kwargs=spec.env_kwargs, turn_order=spec.turn_order, mode=mode, n=n, schedule=spec.schedule,
-                select=select if isinstance(select, str) else getattr(select, '__name__', 'custom'), seeds=list(seeds))
+    meta = dict(env=spec.env_name, env_kwargs=spec.env_kwargs, turn_order=spec.turn_order, mode=mode,
+                sample_num=sample_num, schedule=spec.schedule, seeds=list(seeds),
+                select=select if isinstance(select, str) else getattr(select, '__name__', 'custom'))
     if trace is None: trace = Trace(meta=meta)
     else: trace.meta.update(meta)
     tree = mode == 'tree'
-    slots = make_slots(spec, seeds, copies=1 if tree else n, trace=trace)
+    slots = make_slots(spec, seeds, copies=1 if tree else sample_num, trace=trace)
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=max(s.env.max_turns for s in slots) if slots else 0, desc=f"rollout {spec.env_name} ({mode})", unit="turn")
+        bar = tqdm(total=max(s.env.max_turns for s in slots) if slots else 0, unit="turn",
+                   desc=f"rollout {spec.env_name} ({mode})")
     turn = 0
     while any(not s.env.done for s in slots):
         active = start_turn(slots, spec, turn)
         for role in spec.turn_order:
-            for branches in await agent_turn(active, role, turn, pol[role], spec, tree, n, samp[role], worker):
+            for branches in await agent_turn(active, role, turn, pol[role], spec, tree, sample_num, samp[role], worker):
                 keep_branch(branches, select, seed, trace, tree)
         for s in active:
             if not s.env.done: s.env.end_turn()
@@ -231,6 +250,8 @@ async def arollout(config_or_env, policies, mode:str="independent", n:int=1, see
     close_episodes(slots, trace)
     return trace
 
-def rollout(config_or_env, policies, mode:str="independent", n:int=1, seeds=(0,), **kwargs) -> Trace:
-    "Run `n` independent rollouts per seed, or tree sampling with `n` branches per agent turn; returns a `Trace`."
-    return run_sync(arollout(config_or_env, policies, mode=mode, n=n, seeds=seeds, **kwargs))
+def rollout(config_or_env, policies, mode:str="independent", sample_num:int=1, seeds=(0,), n:int|None=None,
+            **kwargs) -> Trace:
+    "`sample_num` independent rollouts per seed, or tree sampling with `sample_num` branches per agent turn: a `Trace`."
+    sample_num = renamed_kwarg('rollout', 'sample_num', sample_num, 'n', n, default=1)
+    return run_sync(arollout(config_or_env, policies, mode=mode, sample_num=sample_num, seeds=seeds, **kwargs))

@@ -15,8 +15,8 @@ from ..core.rewards import KINDS
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['mix_rewards', 'terms_reward', 'GroupStats', 'group_stats', 'AdvantageStats', 'groups_table', 'Advantages',
-           'group_advantages', 'grpo_key', 'at_grpo_key', 'is_tree', 'grpo', 'at_grpo']
+__all__ = ['ESTIMATORS', 'mix_rewards', 'terms_reward', 'GroupStats', 'group_stats', 'AdvantageStats', 'groups_table',
+           'Advantages', 'group_advantages', 'grpo_key', 'at_grpo_key', 'is_tree', 'grpo', 'at_grpo']
 
 # %% ../../nbs/training/52_advantages.ipynb #80c3bb3b
 def _kinds_weights(kinds, weights) -> tuple[dict, dict]:
@@ -189,3 +189,5 @@ def at_grpo(steps:Iterable, normalize_std:bool=True, drop_zero_variance:bool=Fal
     steps = steps if hasattr(steps, 'meta') else list(steps)
     tree = is_tree(steps) if tree is None else tree
     return group_advantages(steps, lambda s: at_grpo_key(s, tree), normalize_std, drop_zero_variance, eps, reward_fn, ddof)
+
+ESTIMATORS = {'at_grpo': at_grpo, 'grpo': grpo}   # training.algorithm: its allowed values, and what each runs

@@ -10,10 +10,10 @@ import json, logging, math, os, pickle, random, shutil, tempfile, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..core.config import (Config, load_config, agent_roles, agent_config, agent_policies, env_kwargs,
-                                        validation_seeds, VAL_SEED_BASE)
+                                        validation_seeds, train_seeds)
 from ..core.registry import make_worker
 from ..engine.policies import run_sync
-from ..engine.rollout import arollout
+from ..engine.rollout import arollout, renamed_kwarg
 from ..engine.trace import Trace
 from fastcore.basics import patch
 
@@ -42,8 +42,7 @@ class Unit:
 def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, seed:int=0) -> list:
     "(prompt, target) pairs from oracle demonstrations of each system (a list of roles in turn order) of `cfg`'s env."
     from pettingllms_nb.envs.stateful import sft_pairs
-    rng = random.Random(f"warmstart|{seed}")
-    seeds = [rng.randrange(VAL_SEED_BASE) for _ in range(n_seeds)]
+    seeds = train_seeds(random.Random(f"warmstart|{seed}"), n_seeds)
     # each system plays its own episodes: a single agent that solves the game first would leave its teammates
     # nothing to demonstrate if they shared one
     return [p for roles in (systems or [agent_roles(cfg)]) for p in sft_pairs(env_kwargs(cfg), list(roles), seeds, p_oracle=p_oracle)]
@@ -177,16 +176,17 @@ class Trainer:
 
 # %% ../../nbs/training/55_trainer.ipynb #f842b1ad
 @patch
-def _train_seeds(self:Trainer) -> list:
-    return [self.rng.randrange(VAL_SEED_BASE) for _ in range(self.cfg.training.train_batch_size)]
+def _train_seeds(self:Trainer) -> list: return train_seeds(self.rng, self.cfg.training.train_batch_size)
 
 @patch
-def collect(self:Trainer, seeds=None, mode=None, n=None, temperature=None) -> Trace:
+def collect(self:Trainer, seeds=None, mode=None, sample_num=None, temperature=None, n=None) -> Trace:
     "Roll out the current policies (training sampling unless `temperature` is given)."
     t = self.cfg.training
+    sample_num = renamed_kwarg('Trainer.collect', 'sample_num', sample_num, 'n', n)
     samp = {'max_tokens': t.max_response_length, **({} if temperature is None else {'temperature': temperature})}
-    return run_sync(arollout(self.cfg, self.policies, mode=mode or t.rollout_mode, n=n or t.train_sample_num,
-                             seeds=self._train_seeds() if seeds is None else seeds, select=t.branch_select,
+    return run_sync(arollout(self.cfg, self.policies, mode=mode or t.rollout_mode,
+                             sample_num=sample_num or t.train_sample_num, select=t.branch_select,
+                             seeds=self._train_seeds() if seeds is None else seeds,
                              worker=self.worker, sampling=samp, seed=t.seed))
 
 # %% ../../nbs/training/55_trainer.ipynb #d1581931
@@ -236,12 +236,11 @@ def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
 @patch
 def train_step(self:Trainer) -> dict:
     "One rollout → advantages → update of every unit; returns the step's metrics."
-    from pettingllms_nb.training.advantages import at_grpo, grpo
+    from pettingllms_nb.training.advantages import ESTIMATORS
     t, t0 = self.cfg.training, time.perf_counter()
     tr = self.collect()
     t1 = time.perf_counter()
-    algo = at_grpo if t.algorithm == 'at_grpo' else grpo
-    advs = algo(tr.steps, normalize_std=t.normalize_std, drop_zero_variance=t.drop_zero_variance)
+    advs = ESTIMATORS[t.algorithm](tr.steps, normalize_std=t.normalize_std, drop_zero_variance=t.drop_zero_variance)
     m = {'step': self.step + 1, **trace_metrics(tr, 'train'), **advs.stats.as_dict(prefix='adv/')}
     for u in self.units:
         idx = [i for i, s in enumerate(tr.steps) if s.agent in u.roles]
@@ -252,12 +251,14 @@ def train_step(self:Trainer) -> dict:
 
 # %% ../../nbs/training/55_trainer.ipynb #f1fa4ae3
 @patch
-def evaluate(self:Trainer, seeds=None, k:int|None=None, temperature:float|None=None, prefix:str='val') -> dict:
+def evaluate(self:Trainer, seeds=None, sample_num:int|None=None, temperature:float|None=None, prefix:str='val',
+             k:int|None=None) -> dict:
     "Success rate and per-agent metrics on held-out `seeds` (default: the validation seeds)."
     t = self.cfg.training
-    k = k or t.validate_sample_num
+    sample_num = renamed_kwarg('Trainer.evaluate', 'sample_num', sample_num, 'k', k) or t.validate_sample_num
     if temperature is None: temperature = float(agent_config(self.cfg, self.roles[0]).val_temperature)
-    tr = self.collect(seeds=self.val_seeds if seeds is None else list(seeds), mode='independent', n=k, temperature=temperature)
+    tr = self.collect(seeds=self.val_seeds if seeds is None else list(seeds), mode='independent', sample_num=sample_num,
+                      temperature=temperature)
     return trace_metrics(tr, prefix)
 
 # %% ../../nbs/training/55_trainer.ipynb #979cc0ed
