@@ -1,4 +1,4 @@
-"""`pettingllms-nb registry | check-env | rollout | demo`: the notebook's functions, from a shell.
+"""`pettingllms-nb registry | presets | config | check-env | rollout | train | eval | demo`: the notebook's functions, from a shell.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/cli.html.md"""
 
@@ -33,6 +33,19 @@ def _kv(pairs) -> dict:
         k, v = p.split('=', 1)
         out[k] = yaml.safe_load(v)
     return out
+
+# %% ../nbs/cli/40_cli.ipynb #b1c2d3e4
+def _cmd_presets(args):
+    from pettingllms_nb.core.config import describe_presets
+    d = describe_presets()
+    w = max(map(len, d), default=0)
+    for name, text in d.items(): print(f"{name.ljust(w)}  {text or '(no description: add a description: line)'}")
+    return 0
+
+def _cmd_config(args):
+    from pettingllms_nb.core.config import load_config
+    print(load_config(args.config, overrides=args.overrides).to_yaml(), end='')
+    return 0
 
 # %% ../nbs/cli/40_cli.ipynb #7c8d9e0f
 def scripted_policy(cfg, name:str):
@@ -101,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("registry", help="list environments, agents, workers and policies"); s.set_defaults(fn=_cmd_registry)
+    s = sub.add_parser("presets", help="list the presets, one line each"); s.set_defaults(fn=_cmd_presets)
+    s = sub.add_parser("config", help="print a preset or YAML config fully merged, with overrides applied")
+    s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
+    s.set_defaults(fn=_cmd_config)
     s = sub.add_parser("check-env", help="run the environment conformance checker")
     s.add_argument("name", help="environment or preset name"); s.add_argument("kwargs", nargs="*", help="env kwargs key=value")
     s.add_argument("--seeds", type=int, default=4); s.set_defaults(fn=_cmd_check_env)

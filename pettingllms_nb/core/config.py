@@ -9,9 +9,10 @@ __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'LOGGERS', 'ROLLOUT_MODES', 'BRANCH_SEL
            'REFERENCE_ONLY', 'PRESETS_DIR', 'ENV_ARGS', 'VAL_SEED_BASE', 'DEMO_SEED_BASE', 'EVAL_SEED_BASE',
            'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig', 'AgentPolicyConfigs',
            'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys', 'unknown_keys',
-           'list_presets', 'preset_path', 'read_yaml', 'parse_overrides', 'merge_config', 'check_values',
-           'check_agents', 'check_models', 'check_registry', 'check_config', 'Config', 'load_config', 'agent_roles',
-           'agent_config', 'env_kwargs', 'agent_kwargs', 'agent_policies', 'train_seeds', 'validation_seeds']
+           'list_presets', 'preset_path', 'preset_description', 'describe_presets', 'read_yaml', 'parse_overrides',
+           'merge_config', 'check_values', 'check_agents', 'check_models', 'check_registry', 'check_config', 'Config',
+           'load_config', 'agent_roles', 'agent_config', 'env_kwargs', 'agent_kwargs', 'agent_policies', 'train_seeds',
+           'validation_seeds']
 
 # %% ../../nbs/core/06_config.ipynb #1319fde6
 import difflib, functools, logging, re
@@ -139,6 +140,7 @@ SPECIALIZATIONS = ('prompt', 'lora', 'full')   # specialization: L1, L2, L3 (L0 
 @dataclass
 class RunConfig:
     "The whole run: the schema `load_config` checks a YAML file against."
+    description: str = ''           # one line saying what the run is (`pettingllms-nb presets` lists them)
     lora_rank: int = 16
     lora_alpha: int = 32
     specialization: str = 'prompt'  # one of SPECIALIZATIONS: `prompt` (L1: one shared policy), `lora` (L2: one
@@ -248,12 +250,31 @@ def list_presets() -> list:
     "Names `load_config` accepts as presets."
     return sorted(p.stem for p in PRESETS_DIR.glob('*.yaml') if not p.stem.startswith('_'))
 
+# %% ../../nbs/core/06_config.ipynb #8b9c0d1e
+def _preset_hint(name:str) -> str:
+    presets = list_presets()
+    near = difflib.get_close_matches(name, presets, n=3, cutoff=0.6)
+    within = sorted((p for p in presets if name.lower() in p.lower()), key=len)
+    hits = list(dict.fromkeys(near + within))[:5]
+    return f"; did you mean {' or '.join(map(repr, hits))}?" if hits else ""
+
 def preset_path(name:str) -> Path:
     "The YAML file of preset (or building block) `name`."
     p = PRESETS_DIR/f"{name}.yaml"
     if p.exists(): return p
-    raise ConfigError(repr(name), [f"no preset named {name!r}{_did_you_mean(name, list_presets(), n=3)}; "
-                                   f"allowed values are a YAML path or one of {list_presets()}"])
+    hint = _preset_hint(name)
+    allowed = "any preset (`pettingllms-nb presets` lists them)" if hint else f"one of {list_presets()}"
+    raise ConfigError(repr(name), [f"no preset named {name!r}{hint} (allowed values are a YAML path or {allowed})"])
+
+# %% ../../nbs/core/06_config.ipynb #1e2f3a4b
+def preset_description(name:str) -> str:
+    "The one-line `description:` of preset `name`, from its own file."
+    data = OmegaConf.to_container(OmegaConf.load(preset_path(name)), resolve=False) or {}
+    return str(data.get('description') or '')
+
+def describe_presets() -> dict:
+    "`{preset: description}` for every preset."
+    return {p: preset_description(p) for p in list_presets()}
 
 # %% ../../nbs/core/06_config.ipynb #4e833285
 def _default_path(entry:str, here:Path) -> Path:

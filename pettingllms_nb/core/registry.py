@@ -8,7 +8,6 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/registry.html.md"""
 from __future__ import annotations
 import difflib, html, importlib, inspect, logging, sys
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from fastcore.basics import patch
 from .env import Env
 from .agent import Agent
@@ -131,6 +130,7 @@ def load(self:Registry):
     self._loaded = True
     for module, (extra, provides) in self.builtins.items(): self._import_builtin(module, extra, provides)
     if self.plugin_group:
+        from importlib.metadata import entry_points   # here, not at import: it costs more than the rest of the core
         for ep in entry_points(group=self.plugin_group):
             try: ep.load()
             except Exception as e:
@@ -227,9 +227,12 @@ def register_scripted(env:str, name:str, **meta):
     "Function decorator: register a scripted policy `fn(request[, rng]) -> str` of environment `env` (e.g. 'oracle')."
     return lambda fn: registry.add('scripted', f"{env}.{name}", fn, env=env, **meta)
 
-def make_env(name:str, **kw) -> Env:
-    "Instantiate the environment registered as `name`."
-    return registry.get('env', name)(**kw)
+# %% ../../nbs/core/05_registry.ipynb #8f9a0b1c
+def make_env(name:str, seed:int|None=None, **kw) -> Env:
+    "Instantiate the environment registered as `name`; with `seed`, reset it to that problem."
+    env = registry.get('env', name)(**kw)
+    if seed is not None: env.reset(seed)
+    return env
 
 def make_agent(name:str, **kw) -> Agent:
     "Instantiate the agent registered as role `name`."
