@@ -85,10 +85,10 @@ def _cmd_rollout(args):
 def _cmd_train(args):
     from pettingllms_nb.training.trainer import Trainer, plot_metrics
     tr = Trainer(args.config, args.overrides, out_dir=args.out, resume=args.resume)
-    hist = tr.fit()
-    plot_metrics(hist, tr.out / 'curves.png', title=tr.cfg.training.experiment_name)
-    last = {k: v for k, v in hist[-1].items() if k.startswith('val/') or k == 'step'}
-    print(json.dumps(last, indent=1)); print(f"metrics: {tr.out/'metrics.jsonl'}  curves: {tr.out/'curves.png'}  checkpoints: {tr.ckpt_dir}")
+    result = tr.fit()
+    plot_metrics(result, tr.out / 'curves.png', title=tr.cfg.training.experiment_name)
+    print(json.dumps({k: v for k, v in result.final.items() if k.startswith('val/') or k == 'step'}, indent=1))
+    print(f"metrics: {result.metrics_path}  curves: {tr.out/'curves.png'}  checkpoint: {result.checkpoint}")
     return 0
 
 def _cmd_eval(args):

@@ -150,3 +150,15 @@ def test_specialisation_levels_map_roles_to_units(tmp_path):
                  out_dir=tmp_path / 'l3', progress=False)
     assert len({id(u.policy) for u in l3.units}) == 2 and all(len(u.roles) == 1 for u in l3.units)
     assert all(u.optimizer is not None and u.optimizer.param_groups[0]['params'] for u in l1.units + l2.units + l3.units)
+
+
+def test_fit_result_is_the_history_with_a_one_line_repr(tmp_path):
+    "fit() returns the metrics history (a list, as before) that shows itself in one line, with its files."
+    from pettingllms_nb.training.trainer import FitResult
+    hist = [{'step': i, 'train/success_rate': i / 400, **({'val/success_rate': 0.5} if i % 10 == 0 else {}),
+             **{f'agent_{k}/reward': 0.1 * k for k in range(40)}} for i in range(400)]
+    r = FitResult(hist, tmp_path, tmp_path / 'checkpoints' / 'step_000399')
+    assert r == hist and r[-1] is hist[-1] and r.final is hist[-1] and len(r) == 400
+    assert len(repr(r)) < 300 and 'val/success_rate=0.500' in repr(r) and 'step_000399' in repr(r)
+    assert len(repr(hist)) > 100_000                            # what a cell used to print
+    assert r.metrics_path == tmp_path / 'metrics.jsonl' and json.loads(json.dumps(r)) == hist

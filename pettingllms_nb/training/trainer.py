@@ -20,8 +20,8 @@ from fastcore.basics import patch
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['Unit', 'warm_start_pairs', 'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics', 'CachingWorker',
-           'Trainer', 'plot_metrics']
+__all__ = ['SHOWN_METRICS', 'Unit', 'warm_start_pairs', 'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics',
+           'CachingWorker', 'Trainer', 'FitResult', 'plot_metrics']
 
 # %% ../../nbs/training/55_trainer.ipynb #97c12dbf
 @dataclass
@@ -346,9 +346,35 @@ def _write_metrics(self:Trainer, m:dict):
             for k, v in nums.items(): lg.add_scalar(k, v, m['step'])
         else: lg.log(nums, step=m['step'])
 
+# %% ../../nbs/training/55_trainer.ipynb #6b7c8d9e
+SHOWN_METRICS = ('train/success_rate', 'val/success_rate')   # what a FitResult's one line reports
+
+class FitResult(list):
+    "What `Trainer.fit` returns: the metrics history (a list of dicts), with the final metrics and the run's files."
+    def __init__(self, history=(), out_dir='.', checkpoint=None):
+        super().__init__(history)
+        self.out_dir, self.checkpoint = Path(out_dir), None if checkpoint is None else Path(checkpoint)
+
+    @property
+    def history(self) -> list: return list(self)
+    @property
+    def final(self) -> dict: return self[-1] if self else {}
+    @property
+    def metrics_path(self) -> Path: return self.out_dir / 'metrics.jsonl'
+
+    def latest(self, key:str):
+        "The last value of metric `key` in the history (None if it was never logged)."
+        return next((m[key] for m in reversed(self) if m.get(key) is not None), None)
+
+    def __repr__(self):
+        shown = ', '.join(f"{k}={v:.3f}" for k in SHOWN_METRICS if (v := self.latest(k)) is not None)
+        return (f"FitResult(step {self.final.get('step', 0)}{': ' + shown if shown else ''}; "
+                f"metrics {self.metrics_path}; checkpoint {self.checkpoint})")
+    def _repr_pretty_(self, p, cycle): p.text(repr(self))
+
 # %% ../../nbs/training/55_trainer.ipynb #7f673005
 @patch
-def fit(self:Trainer, steps:int|None=None, callback=None) -> list:
+def fit(self:Trainer, steps:int|None=None, callback=None) -> FitResult:
     "Train until `total_training_steps` (or `steps` more); validate, checkpoint, log. Returns the metrics history."
     t = self.cfg.training
     end = t.total_training_steps if steps is None else min(t.total_training_steps, self.step + steps)
@@ -368,7 +394,8 @@ def fit(self:Trainer, steps:int|None=None, callback=None) -> list:
             bar.set_postfix({k.split('/')[0][:5]: round(m[k], 3) for k in ('train/success_rate', 'val/success_rate') if k in m})
         if callback is not None: callback(self, m)
     if bar is not None: bar.close()
-    return self.history
+    latest = self.ckpt_dir / 'latest'
+    return FitResult(self.history, self.out, self.ckpt_dir / latest.read_text().strip() if latest.exists() else None)
 
 # %% ../../nbs/training/55_trainer.ipynb #7a95cf27
 def plot_metrics(history, path=None, title:str=''):
