@@ -1,5 +1,5 @@
 "code_env plumbing: the generate → test → refine cycle on the shipped problems, rewards, hacks, ground-truth secrecy, invalid tests, infrastructure errors."
-import asyncio, json
+import asyncio, hashlib, json
 import pytest
 from pettingllms_nb.core.registry import make_env, registry
 from pettingllms_nb.engine.rollout import rollout
@@ -165,3 +165,17 @@ def test_presets_run_the_workflow():
     assert [(e.success, e.turns) for e in tr.episodes] == [(True, 1)]
     gpu = load_config('gpu_code_qwen3_1.7b_lora')
     assert (gpu.env.dataset, gpu.env.split, gpu.specialization, gpu.training.lr) == ('codecontests', 'train', 'lora', 5e-6)
+
+
+# Pinned when code_env was split into its parts (state, render, prompts, env, agents, oracle): every prompt of seeded
+# rollouts (both styles, the coder's and the tester's later turns, the single agent), byte for byte.
+PINNED = {'exit': 'e2a84d34eca0b615bbe4f55bf2b09f8bddb6c78d47d04ab11ce7af17a594f7d0',
+          'single': '89906cf603edb789bb45af0f63de802c50e6d979c01c3401060b15dc4aa67b9a'}
+
+def test_prompts_are_pinned():
+    runs = {'exit': rollout('code_env', hack_policy('exit'), seeds=[0, 8, 13], max_turns=2),
+            'single': rollout('code_env', oracle_policy, seeds=[0, 8], turn_order=['code_single_agent'])}
+    for name, tr in runs.items():
+        got = [(s.agent, s.turn_idx, s.prompt) for s in tr.steps]
+        assert hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest() == PINNED[name], name
+    assert [s.turn_idx for s in runs['exit'].steps] == [0] * 6 + [1] * 6

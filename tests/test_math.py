@@ -1,7 +1,7 @@
 """math_env and its answer checker: the SANDBOX.md equivalence cases, the decimal rule, hedging, timeouts and pool
 recovery, a scripted rollout where the tool agent's output reaches the reasoning agent, check_env, and the dataset
 loaders on small local files in each source's real schema (never the hub)."""
-import ast, json, re, time
+import ast, hashlib, json, re, time
 from types import SimpleNamespace
 import pytest
 
@@ -130,6 +130,24 @@ def test_real_sandbox_runs_the_program():
     tool.update_from_model("```python\nprint(sum(int(d) for d in str(2**15)))\n```")
     run_sync(tool.step(env))
     assert (env.state.tool_verdict, env.state.tool_answer, env.state.tool_correct) == ('OK', '26', True)
+
+
+# Pinned when math_env was split into its parts (state, env, prompts, agents, render, oracle): the prompts, actions
+# and reward terms of seeded rollouts, byte for byte. A change here is a change of behaviour, not a refactoring.
+PINNED = {'random': '8a6ed20adc6b15fe80b0bce6adb20fb9f27bc3e6810e96cc8a3bb87ce09bc82d',
+          'crash': '4ebf9240d66d134710a2ba18554b139616c6c33eacd15ad285da1bb5d8b20bfb',
+          'single': '028e34b96f511b06fd02ce27af3f0bb5fc3c73565001d23879d72578083d7060'}
+
+def _crash(request, rng):
+    "The tool agent's program always raises; the reasoning agent guesses."
+    return "```python\nraise ValueError(42)\n```" if request.role == 'tool_generator' else random_policy(request, rng)
+
+@pytest.mark.parametrize("name,policy,kw", [('random', random_policy, {}), ('crash', _crash, {'max_turns': 2}),
+                                            ('single', oracle_policy, {'turn_order': ['math_single_agent']})])
+def test_prompts_and_rollouts_are_pinned(name, policy, kw):
+    tr = rollout('math_env', policy, seeds=range(3), worker=EchoWorker(), **kw)
+    got = [(s.agent, s.turn_idx, s.prompt, s.action, s.reward_terms) for s in tr.steps]
+    assert hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest() == PINNED[name]
 
 
 # -- datasets -----------------------------------------------------------------------------------------------------
