@@ -132,6 +132,52 @@ def test_real_sandbox_runs_the_program():
     assert (env.state.tool_verdict, env.state.tool_answer, env.state.tool_correct) == ('OK', '26', True)
 
 
+def test_an_infrastructure_failure_is_marked_never_scored():
+    "A worker that raises, or answers IE, marks the tool agent's step; the rollout goes on, no_answer is not charged."
+    class Raising:
+        async def run(self, code, stdin="", time_limit=None, **kw): raise OSError("no sandbox slot")
+    class Down:
+        async def run(self, code, stdin="", time_limit=None, **kw):
+            return SimpleNamespace(verdict='IE', stdout='', stderr='', message='launcher died')
+    for worker, verdict, why in ((Raising(), 'worker_error', 'OSError: no sandbox slot'),
+                                 (Down(), 'IE', 'launcher died')):
+        tr = rollout('math_env', oracle_policy, seeds=range(2), worker=worker, max_turns=1)
+        tools = [s for s in tr if s.agent == 'tool_generator']
+        assert tools and all(s.infra_error == f"sandbox failed ({verdict}): {why}" for s in tools)
+        assert all(s.reward_terms['no_answer'] == 0.0 and s.state_after['tool_verdict'] == verdict for s in tools)
+        assert all(s.infra_error is None for s in tr if s.agent == 'reasoning_generator')
+    env = MathEnv(); env.reset(11)
+    tool = ToolGenerator(); tool.update_from_env(env, 0)
+    tool.update_from_model(respond('tool_generator', '5040')); run_sync(tool.step(env, EchoWorker()))
+    assert tool.infra_error is None and env.state.tool_answer == '5040'
+
+def test_the_package_exports_every_part_and_registers_the_card():
+    import pettingllms_nb.envs.math as pkg
+    from pettingllms_nb.widgets.render import render_state
+    names = [n for ns in pkg._PARTS.values() for n in ns]
+    assert all(getattr(pkg, n) is getattr(__import__(f"pettingllms_nb.envs.math.{m}", fromlist=[n]), n)
+               for m, ns in pkg._PARTS.items() for n in ns) and len(names) == len(set(names))
+    for old in ('ANSWER_FORMAT', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathEnv', 'MathSingleAgent', 'MathState',
+                'OK_VERDICTS', 'REASONING_INTRO', 'REASONING_REWARDS', 'ReasoningGenerator', 'TOOL_INTRO',
+                'TOOL_REWARDS', 'ToolGenerator', 'default_worker', 'oracle_policy', 'parse_boxed_answer',
+                'random_policy', 'respond', 'tool_answer_of'):
+        assert old in names, old   # everything `envs.math.env` exported before the split
+    assert "data-state='MathState'><div class='pllm-math'>" in render_state(pkg.MathState(problem='1+1?'))
+
+def test_without_math_verify_the_loaders_env_and_card_still_work():
+    import subprocess, sys
+    code = ("import sys; sys.modules['math_verify'] = None\n"
+            "import pettingllms_nb.envs.math as m\n"
+            "from pettingllms_nb.envs.math.data import load_original\n"
+            "from pettingllms_nb.core.registry import registry, UnavailableError\n"
+            "assert len(load_original()) == 30 and m.MathEnv().reset(3).problem_id == '003'\n"
+            "assert 'pllm-math' in m.math_html(m.MathState()) and registry.get('env', 'math_env') is m.MathEnv\n"
+            "try: registry.get('agent', 'tool_generator')\n"
+            "except UnavailableError as e: print(e)\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    assert "needs math-verify" in out and "pettingllms-nb[math]" in out
+
+
 # Pinned when math_env was split into its parts (state, env, prompts, agents, render, oracle): the prompts, actions
 # and reward terms of seeded rollouts, byte for byte. A change here is a change of behaviour, not a refactoring.
 PINNED = {'random': '8a6ed20adc6b15fe80b0bce6adb20fb9f27bc3e6810e96cc8a3bb87ce09bc82d',

@@ -84,8 +84,10 @@ BUILTINS = {
     'pettingllms_nb.models.hf': ('train', [('policy', 'hf')]),
     'pettingllms_nb.models.openai': ('openai', [('policy', 'openai')]),
     'pettingllms_nb.models.vllm': ('vllm', [('policy', 'vllm')]),
-    'pettingllms_nb.envs.math.env': ('math', [('env', 'math_env'), ('agent', 'reasoning_generator'), ('agent', 'tool_generator'),
-                                              ('agent', 'math_single_agent')]),
+    'pettingllms_nb.envs.math.env': (None, [('env', 'math_env')]),
+    'pettingllms_nb.envs.math.agents': ('math', [('agent', 'tool_generator'), ('agent', 'reasoning_generator'),
+                                                 ('agent', 'math_single_agent')]),
+    'pettingllms_nb.envs.math.oracle': (None, [('scripted', 'math_env.oracle'), ('scripted', 'math_env.random')]),
     'pettingllms_nb.envs.code.env': (None, [('env', 'code_env'), ('agent', 'code_generator'), ('agent', 'test_generator'),
                                             ('agent', 'code_single_agent')]),
 }

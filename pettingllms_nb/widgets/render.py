@@ -12,8 +12,8 @@ from typing import Any
 # %% auto #0
 __all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'esc', 'plan_path_svg', 'sudoku_svg', 'sokoban_svg', 'as_dict', 'kv_table',
            'register_card', 'register_board', 'state_class', 'board_svg', 'badge', 'verdict_badge', 'flag_badge',
-           'rate', 'math_html', 'code_html', 'render_state', 'show', 'flatten', 'changed', 'render_diff',
-           'render_prompt', 'render_completion', 'render_action', 'render_reward', 'render_step_card', 'render_phase']
+           'rate', 'code_html', 'render_state', 'show', 'flatten', 'changed', 'render_diff', 'render_prompt',
+           'render_completion', 'render_action', 'render_reward', 'render_step_card', 'render_phase']
 
 # %% ../../nbs/widgets/60_render.ipynb #d113efc3
 PHASES = ('update_from_env', 'generate', 'update_from_model', 'step', 'reward')  # one interaction cycle of one agent
@@ -172,37 +172,14 @@ def _section(title:str, body:str, keys=(), highlight=()) -> str:
     return (f"<div class='pllm-section{' pllm-changed' if hot else ''}' style='margin:4px 0;padding:4px;"
             f"{'background:#fff3b0;' if hot else ''}border-left:3px solid #d0d7de'><b>{esc(title)}</b> {body}</div>")
 
-# %% ../../nbs/widgets/60_render.ipynb #0ce6e948
-def _math_history(d:dict) -> str:
-    tools, reasons = d.get('tool_history') or [], d.get('reasoning_history') or []
-    rows = []
-    for i in range(max(len(tools), len(reasons))):
-        t = tools[i] if i < len(tools) else {}
-        r = reasons[i] if i < len(reasons) else {}
-        code = f"<details><summary>code</summary>{_code(t.get('code') or '', 2000)}</details>" if t.get('code') else ''
-        rows.append(f"<tr><td>{i + 1}</td><td>{verdict_badge(t.get('verdict')) if t else ''}</td><td>{_val(t.get('answer'), 80) if t else ''}</td>"
-                    f"<td>{_val(r.get('answer'), 80) if r else ''}</td><td>{code}</td></tr>")
-    return ("<table class='pllm-history'><tr><th>turn</th><th>verdict</th><th>tool answer</th><th>reasoning answer</th><th></th></tr>"
-            f"{''.join(rows)}</table>")
+# %% ../../nbs/widgets/60_render.ipynb #8a04dcef
+_MOVED_CARDS = {'math_html': 'pettingllms_nb.envs.math.render'}   # name -> the module that now holds it
 
-def math_html(state, highlight=()) -> str:
-    "A `math_env` state (a `MathState` or its dict): problem, program, verdict, output, reasoning, answers and history."
-    d = as_dict(state)
-    code = _code(d['tool_code']) if d.get('tool_code') is not None else '<i>no program yet</i>'
-    out = f"<small>output</small>{_pre(esc(d['tool_output'], 3000))}" if d.get('tool_output') else ''
-    tool = (f"{verdict_badge(d.get('tool_verdict')) if d.get('tool_code') is not None else ''} answer: "
-            f"<code class='pllm-answer'>{_val(d.get('tool_answer'), 200)}</code>{code}{out}")
-    reason = (f"boxed: <code class='pllm-answer'>{_val(d.get('reasoning_answer'), 200)}</code>{_pre(esc(d.get('reasoning_response'), 4000))}"
-              if d.get('reasoning_response') is not None else '<i>no response yet</i>')
-    flags = (flag_badge('agree', d.get('agree')) + flag_badge('tool correct', d.get('tool_correct'))
-             + flag_badge('reasoning correct', d.get('reasoning_correct')) + (badge('single agent') if d.get('single') else ''))
-    hist = d.get('tool_history') or d.get('reasoning_history')
-    return (f"<div class='pllm-math'><b>math</b> · {esc(d.get('source'))}/{esc(d.get('problem_id'))} {flags}"
-            + _section('problem', _pre(esc(d.get('problem'), 3000)), ('problem',), highlight)
-            + _section('tool agent', tool, ('tool_code', 'tool_verdict', 'tool_output', 'tool_answer'), highlight)
-            + _section('reasoning agent', reason, ('reasoning_response', 'reasoning_answer'), highlight)
-            + (_section('turns', _math_history(d), ('tool_history', 'reasoning_history'), highlight) if hist else '')
-            + "</div>")
+def __getattr__(name):
+    "The maths and code cards moved to their environments; `widgets.render.math_html` and `code_html` still work."
+    if name not in _MOVED_CARDS: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(_MOVED_CARDS[name]), name)
 
 # %% ../../nbs/widgets/60_render.ipynb #1187f5d8
 def _tests_table(results:list, limit:int=300) -> str:
