@@ -124,6 +124,38 @@ def test_infrastructure_errors_are_counted_not_zero(shipped):
     assert env.state.infra_errors == len(p['public_tests']) + min(len(p['hidden_tests']), env.max_gt_tests)
     assert env.state.gt_verdicts and set(env.state.gt_verdicts) == {'IE'}
     assert env.state.hidden_pass_rate is None and not env.success
+    assert env.state.gt_pass_rate is None                              # unknown, not zero
+    assert coder.infra_error == f"the sandbox failed on {env.state.infra_errors} run(s) of this step"
+
+
+def test_a_worker_that_raises_never_escapes_a_rollout(shipped):
+    "Every program run goes through one guard: an exception from the worker is an IE verdict, and the steps are marked."
+    class Raising:
+        async def run(self, code, stdin='', expected=None, **kw): raise OSError("no sandbox slot")
+    tr = rollout('code_env', oracle_policy, seeds=[0, 8], max_turns=1, worker=Raising())
+    assert len(tr.episodes) == 2 and not any(e.success for e in tr.episodes)
+    for s in tr.steps:
+        assert s.infra_error and set(s.state_after['gt_verdicts']) == {'IE'} and s.state_after['gt_pass_rate'] is None
+    testers = [s for s in tr.steps if s.agent == 'test_generator']
+    assert testers and all({r['verdict'] for r in s.state_after['test_results']} == {'IE'} for s in testers)
+    ok = rollout('code_env', oracle_policy, seeds=[0])
+    assert all(s.infra_error is None for s in ok.steps)
+
+
+def test_the_package_exports_every_part_and_registers_the_card():
+    import pettingllms_nb.envs.code as pkg
+    from pettingllms_nb.widgets.render import render_state
+    names = [n for ns in pkg._PARTS.values() for n in ns]
+    assert all(getattr(pkg, n) is getattr(__import__(f"pettingllms_nb.envs.code.{m}", fromlist=[n]), n)
+               for m, ns in pkg._PARTS.items() for n in ns) and len(names) == len(set(names))
+    for old in ('CODER_INTRO', 'CODER_REWARDS', 'CodeEnv', 'CodeGenerator', 'CodeSingleAgent', 'CodeState',
+                'GroundTruth', 'HACKS', 'MAX_CODE_CHARS', 'REWARD_TESTS', 'TESTER_INTRO', 'TESTER_REWARDS',
+                'TestGenerator', 'code_reply', 'code_scores', 'hack_policy', 'oracle_policy', 'refine_policy',
+                'run_ground_truth', 'tests_reply', 'wrong_program'):
+        assert old in names, old   # everything `envs.code.env` exported before the split
+    assert "data-state='CodeState'><div class='pllm-code-state'>" in render_state(pkg.CodeState(problem='p'))
+    assert registry.scripted('code_env', 'oracle') is oracle_policy
+    assert registry.scripted('code_env', 'refine') is refine_policy
 
 
 def test_leetcode_solution_class_and_parse():

@@ -88,8 +88,10 @@ BUILTINS = {
     'pettingllms_nb.envs.math.agents': ('math', [('agent', 'tool_generator'), ('agent', 'reasoning_generator'),
                                                  ('agent', 'math_single_agent')]),
     'pettingllms_nb.envs.math.oracle': (None, [('scripted', 'math_env.oracle'), ('scripted', 'math_env.random')]),
-    'pettingllms_nb.envs.code.env': (None, [('env', 'code_env'), ('agent', 'code_generator'), ('agent', 'test_generator'),
-                                            ('agent', 'code_single_agent')]),
+    'pettingllms_nb.envs.code.env': (None, [('env', 'code_env')]),
+    'pettingllms_nb.envs.code.agents': (None, [('agent', 'code_generator'), ('agent', 'test_generator'),
+                                               ('agent', 'code_single_agent')]),
+    'pettingllms_nb.envs.code.oracle': (None, [('scripted', 'code_env.oracle'), ('scripted', 'code_env.refine')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 
