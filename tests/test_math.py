@@ -12,6 +12,7 @@ from pettingllms_nb.envs.math.data import decontaminate, load_original, load_pro
 from pettingllms_nb.envs.math import (MathEnv, MathSingleAgent, ReasoningGenerator, ToolGenerator, oracle_policy,
                                       random_policy, respond)
 from pettingllms_nb.engine.policies import run_sync
+from pettingllms_nb.core.agent import take_turn
 from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.engine.check_env import check_env
 
@@ -139,17 +140,29 @@ def test_an_infrastructure_failure_is_marked_never_scored():
     class Down:
         async def run(self, code, stdin="", time_limit=None, **kw):
             return SimpleNamespace(verdict='IE', stdout='', stderr='', message='launcher died')
-    for worker, verdict, why in ((Raising(), 'worker_error', 'OSError: no sandbox slot'),
-                                 (Down(), 'IE', 'launcher died')):
+    for worker, why in ((Raising(), 'the execution worker failed: OSError: no sandbox slot'),
+                        (Down(), 'sandbox infrastructure error: launcher died')):
         tr = rollout('math_env', oracle_policy, seeds=range(2), worker=worker, max_turns=1)
         tools = [s for s in tr if s.agent == 'tool_generator']
-        assert tools and all(s.infra_error == f"sandbox failed ({verdict}): {why}" for s in tools)
-        assert all(s.reward_terms['no_answer'] == 0.0 and s.state_after['tool_verdict'] == verdict for s in tools)
+        assert tools and all(s.infra_error == why for s in tools)
+        assert all(s.reward_terms['no_answer'] == 0.0 and s.state_after['tool_verdict'] == 'IE' for s in tools)
+        assert all(s.state_after['tool_output'] == f"ERROR (IE):\n{why}" for s in tools)
         assert all(s.infra_error is None for s in tr if s.agent == 'reasoning_generator')
-    env = MathEnv(); env.reset(11)
-    tool = ToolGenerator(); tool.update_from_env(env, 0)
-    tool.update_from_model(respond('tool_generator', '5040')); run_sync(tool.step(env, EchoWorker()))
+    env, tool = MathEnv(), ToolGenerator()
+    env.reset(11)
+    tool.update_from_env(env, 0)
+    take_turn(tool, env, respond('tool_generator', '5040'), EchoWorker())
     assert tool.infra_error is None and env.state.tool_answer == '5040'
+
+def test_the_sandbox_names_are_the_sandbox_s_own():
+    "One run_program for every environment: math's verdict sets, size cap and default worker are aliases, not copies."
+    from pettingllms_nb.sandbox import program
+    import pettingllms_nb.envs.math as pkg
+    for name in ('OK_VERDICTS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'default_worker'):
+        assert getattr(pkg, name) is getattr(program, name), name
+    long = "```python\n" + "x = 1\n" * 4000 + "```"
+    tool = ToolGenerator()
+    assert tool.update_from_model(long) is None and 'too long' in tool.format_error
 
 def test_the_package_exports_every_part_and_registers_the_card():
     import pettingllms_nb.envs.math as pkg

@@ -6,17 +6,16 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/code_agents.html
 
 # %% ../../../nbs/envs/code/77_code_agents.ipynb #5dad8a44
 from __future__ import annotations
-import asyncio, logging
+import asyncio
 from fastcore.basics import patch
 from ...core.agent import Agent
 from ...core.parsing import extract_program
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_agent
+from ...sandbox import program as _program
 from .judge import judge_tests, check_tests, parse_tests, MAX_TESTS, _jsonable
 from .prompts import coder_prompt, tester_prompt, single_prompt
 from .env import CodeEnv, run_ground_truth, _rate, _programs
-
-_log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['CODER_REWARDS', 'TESTER_REWARDS', 'MAX_CODE_CHARS', 'CodeGenerator', 'TestGenerator', 'CodeSingleAgent',
@@ -58,7 +57,7 @@ def _infra(runs:int) -> str|None:
     return f"the sandbox failed on {runs} run(s) of this step" if runs else None
 
 # %% ../../../nbs/envs/code/77_code_agents.ipynb #34672d05
-MAX_CODE_CHARS = 20_000
+MAX_CODE_CHARS = _program.MAX_CODE_CHARS   # the longest program a model may write (the sandbox's cap)
 
 class CodeGenerator(Agent):
     "Writes the program (turn 0), then refines it from the test generator's tests and their results."

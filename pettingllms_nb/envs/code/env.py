@@ -10,8 +10,8 @@ import logging, random
 from dataclasses import dataclass
 from fastcore.basics import patch
 from ...core.env import Env
-from ...core.registry import register_env, shared_worker
-from ...sandbox import RunResult
+from ...core.registry import register_env
+from ...sandbox.program import ProgramResult, arun_program
 from .state import CodeState
 from .judge import judge_tests, pass_rate
 
@@ -85,14 +85,11 @@ def is_success(self:CodeEnv) -> bool:
 
 # %% ../../../nbs/envs/code/75_code_env.ipynb #22e3b91b
 class _Programs:
-    "The judge's worker: runs each program on `worker`; a worker that raises gives the verdict IE, never an exception."
+    "The judge's worker: each program through `arun_program` on `worker`; a failing sandbox is the verdict IE."
     def __init__(self, worker=None): self.worker = worker
 
-    async def run(self, code, stdin='', expected=None, **limits) -> RunResult:
-        try: return await (self.worker or shared_worker()).run(code, stdin, expected, **limits)
-        except Exception as e:
-            _log.warning("code_env: the execution worker failed: %s: %s", type(e).__name__, e)
-            return RunResult('IE', message=f"the execution worker failed: {type(e).__name__}: {e}")
+    async def run(self, code, stdin='', expected=None, **limits) -> ProgramResult:
+        return await arun_program(code, stdin=stdin, expected=expected, worker=self.worker, max_chars=None, **limits)
 
 def _programs(worker=None) -> _Programs: return worker if isinstance(worker, _Programs) else _Programs(worker)
 

@@ -6,20 +6,19 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_agents.html
 
 # %% ../../../nbs/envs/math/77_math_agents.ipynb #eb53dea1
 from __future__ import annotations
-import asyncio, logging
+import asyncio
 from fastcore.basics import patch
 from ...core.agent import Agent
 from ...core.parsing import FormatError, extract_boxed, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
-from ...core.registry import register_agent, shared_worker
-from ...sandbox import RunResult
+from ...core.registry import register_agent
+from ...sandbox import program as _program
+from ...sandbox.program import arun_program
 from .checker import MAX_ANSWER_CHARS, answer_text, explain_many
-from .prompts import OK_VERDICTS, tool_prompt, reasoning_prompt, single_prompt
-
-_log = logging.getLogger(__name__)
+from .prompts import tool_prompt, reasoning_prompt, single_prompt
 
 # %% auto #0
-__all__ = ['MAX_CODE_CHARS', 'INFRA_VERDICTS', 'TOOL_REWARDS', 'REASONING_REWARDS', 'default_worker', 'tool_answer_of',
+__all__ = ['MAX_CODE_CHARS', 'INFRA_VERDICTS', 'default_worker', 'TOOL_REWARDS', 'REASONING_REWARDS', 'tool_answer_of',
            'ToolGenerator', 'parse_boxed_answer', 'ReasoningGenerator', 'MathSingleAgent']
 
 # %% ../../../nbs/envs/math/77_math_agents.ipynb #0c2671ee
@@ -34,19 +33,9 @@ async def _update_checks(env):
     st.tool_correct, st.reasoning_correct, st.agree = [bool(next(res)[0]) if n else False for n in need]
 
 # %% ../../../nbs/envs/math/77_math_agents.ipynb #74d4ddda
-MAX_CODE_CHARS = 20_000
-INFRA_VERDICTS = ('IE', 'worker_error')   # the sandbox failed, not the program: never penalised
-
-def default_worker():
-    "The process-wide `sandbox` execution worker (for agents that were not handed one)."
-    return shared_worker("sandbox")
-
-async def _run_tool(code:str, worker, time_limit:float) -> RunResult:
-    "The sandbox's result on `code`; a worker that raises is the verdict `worker_error`, with the exception as stderr."
-    try: return await (worker or default_worker()).run(code, stdin="", time_limit=time_limit)
-    except Exception as e:
-        _log.warning("tool_generator: the execution worker failed: %s: %s", type(e).__name__, e)
-        return RunResult('worker_error', stderr=f"{type(e).__name__}: {e}", message="the execution worker raised")
+MAX_CODE_CHARS = _program.MAX_CODE_CHARS   # the longest program an environment runs (the sandbox's cap)
+INFRA_VERDICTS = _program.INFRA_VERDICTS   # the sandbox failed, not the program: never penalised (the sandbox's set)
+default_worker = _program.default_worker   # the process-wide `sandbox` worker, for agents that were not handed one
 
 # %% ../../../nbs/envs/math/77_math_agents.ipynb #c3f4c365
 def tool_answer_of(stdout:str) -> str|None:
@@ -100,14 +89,12 @@ async def step(self:ToolGenerator, env, worker=None):
     st = env.state
     st.tool_code, st.tool_verdict, st.tool_output, st.tool_answer = self.current_action, None, None, None
     if self.current_action is not None:
-        res = await _run_tool(self.current_action, worker, self.time_limit)
-        verdict, out, err = str(getattr(res.verdict, 'value', res.verdict)), res.stdout or '', res.stderr or ''
-        st.tool_verdict = verdict
-        if verdict.strip().lower() in OK_VERDICTS:
-            st.tool_output, st.tool_answer = clip(out.rstrip('\n')), tool_answer_of(out)
-        else: st.tool_output = f"ERROR ({verdict}):\n" + clip((err or out).rstrip('\n'))
-        if verdict in INFRA_VERDICTS:
-            self.infra_error = f"sandbox failed ({verdict}): {clip(err or getattr(res, 'message', '') or out, 300)}"
+        r = await arun_program(self.current_action, time_limit=self.time_limit, worker=worker)
+        st.tool_verdict, self.infra_error = r.verdict, r.infra_error
+        if r.ok: st.tool_output, st.tool_answer = clip(r.stdout.rstrip('\n')), tool_answer_of(r.stdout)
+        else:
+            shown = r.stderr or r.stdout or r.infra_error or ''
+            st.tool_output = f"ERROR ({r.verdict}):\n" + clip(shown.rstrip('\n'))
     st.tool_history.append({'code': st.tool_code, 'verdict': st.tool_verdict, 'output': st.tool_output,
                             'answer': st.tool_answer})
     await _update_checks(env)

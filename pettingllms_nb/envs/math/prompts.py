@@ -7,10 +7,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_prompts.htm
 # %% ../../../nbs/envs/math/74_math_prompts.ipynb #ca1b33c0
 from __future__ import annotations
 from ...core.parsing import clip
+from ...sandbox.program import OK_VERDICTS, normalise_verdict
 from .state import MathState
 
 # %% auto #0
-__all__ = ['TOOL_INTRO', 'OK_VERDICTS', 'ANSWER_FORMAT', 'REASONING_INTRO', 'tool_prompt', 'reasoning_prompt', 'single_prompt']
+__all__ = ['TOOL_INTRO', 'ANSWER_FORMAT', 'REASONING_INTRO', 'tool_prompt', 'reasoning_prompt', 'single_prompt']
 
 # %% ../../../nbs/envs/math/74_math_prompts.ipynb #99cd0cc7
 def _history(st:MathState, turn_idx:int) -> str:
@@ -38,8 +39,6 @@ def tool_prompt(st:MathState, turn_idx:int, time_limit:float=5.0) -> str:
             f"It must finish within {time_limit:g} seconds.")
 
 # %% ../../../nbs/envs/math/74_math_prompts.ipynb #373bd29b
-OK_VERDICTS = ('ok', 'ac', 'accepted')   # lower-cased sandbox verdicts of a program that ran to completion
-
 ANSWER_FORMAT = "Reason step by step, then give your final answer once, in \\boxed{}, e.g. \\boxed{42}."
 
 REASONING_INTRO = ("You are the reasoning agent. Solve the maths problem below. A tool agent wrote a Python program "
@@ -47,8 +46,7 @@ REASONING_INTRO = ("You are the reasoning agent. Solve the maths problem below. 
 
 def _tool_work(st:MathState) -> str:
     if st.tool_code is None: return "The tool agent wrote no program this turn.\n\n"
-    ok = st.tool_verdict and st.tool_verdict.strip().lower() in OK_VERDICTS
-    label = "Its output" if ok else "It FAILED; error (not an answer)"
+    label = "Its output" if normalise_verdict(st.tool_verdict) in OK_VERDICTS else "It FAILED; error (not an answer)"
     return (f"Tool agent's program:\n```python\n{clip(st.tool_code, 4000)}\n```\n"
             f"{label}:\n```\n{clip(st.tool_output or '(nothing)')}\n```\n\n")
 
