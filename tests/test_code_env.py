@@ -211,3 +211,31 @@ def test_prompts_are_pinned():
         got = [(s.agent, s.turn_idx, s.prompt) for s in tr.steps]
         assert hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest() == PINNED[name], name
     assert [s.turn_idx for s in runs['exit'].steps] == [0] * 6 + [1] * 6
+
+
+def test_no_log_and_no_method_names_in_any_all():
+    import importlib, inspect
+    from pettingllms_nb.envs.code.__init__ import _PARTS
+    mods = [importlib.import_module(f'pettingllms_nb.envs.code.{m}') for m in _PARTS]
+    classes = [c for m in mods for c in vars(m).values() if inspect.isclass(c) and c.__module__ == m.__name__]
+    methods = {n for c in classes for n, v in vars(c).items() if callable(v) or isinstance(v, property)}
+    methods -= {c.__name__ for c in classes}
+    for m in mods:
+        assert 'log' not in m.__all__ and not set(m.__all__) & methods, (m.__name__, set(m.__all__) & methods)
+
+
+def test_the_registry_imports_every_registering_module():
+    "In a fresh interpreter the registry finds the env, its agents, its scripted policies and the state's card."
+    import subprocess, sys
+    code = ("import json\nfrom pettingllms_nb.core.registry import registry\n"
+            "from pettingllms_nb.widgets.render import render_state\n"
+            "env = registry.get('env', 'code_env')\n"
+            "print(json.dumps([env.__module__, sorted(registry.agents_for('code_env')),\n"
+            "                  [registry.scripted('code_env', k).__module__ for k in ('oracle', 'refine')],\n"
+            "                  render_state(env.state_cls())[:120]]))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, check=True).stdout
+    env_module, agents, scripted, card = json.loads(out)
+    assert env_module == 'pettingllms_nb.envs.code.env'
+    assert agents == ['code_generator', 'code_single_agent', 'test_generator']
+    assert scripted == ['pettingllms_nb.envs.code.oracle'] * 2
+    assert card.startswith("<div class='pllm-state' data-state='CodeState'><div class='pllm-code-state")

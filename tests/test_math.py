@@ -191,6 +191,35 @@ def test_without_math_verify_the_loaders_env_and_card_still_work():
     assert "needs math-verify" in out and "pettingllms-nb[math]" in out
 
 
+
+def test_no_log_and_no_method_names_in_any_all():
+    import importlib, inspect
+    from pettingllms_nb.envs.math.__init__ import _PARTS
+    mods = [importlib.import_module(f'pettingllms_nb.envs.math.{m}') for m in _PARTS]
+    classes = [c for m in mods for c in vars(m).values() if inspect.isclass(c) and c.__module__ == m.__name__]
+    methods = {n for c in classes for n, v in vars(c).items() if callable(v) or isinstance(v, property)}
+    methods -= {c.__name__ for c in classes}
+    for m in mods:
+        assert 'log' not in m.__all__ and not set(m.__all__) & methods, (m.__name__, set(m.__all__) & methods)
+
+
+def test_the_registry_imports_every_registering_module():
+    "In a fresh interpreter the registry finds the env, its agents, its scripted policies and the state's card."
+    import subprocess, sys
+    code = ("import json\nfrom pettingllms_nb.core.registry import registry\n"
+            "from pettingllms_nb.widgets.render import render_state\n"
+            "env = registry.get('env', 'math_env')\n"
+            "print(json.dumps([env.__module__, sorted(registry.agents_for('math_env')),\n"
+            "                  [registry.scripted('math_env', k).__module__ for k in ('oracle', 'random')],\n"
+            "                  render_state(env.state_cls())[:120]]))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, check=True).stdout
+    env_module, agents, scripted, card = json.loads(out)
+    assert env_module == 'pettingllms_nb.envs.math.env'
+    assert agents == ['math_single_agent', 'reasoning_generator', 'tool_generator']
+    assert scripted == ['pettingllms_nb.envs.math.oracle'] * 2
+    assert card.startswith("<div class='pllm-state' data-state='MathState'><div class='pllm-math")
+
+
 # Pinned when math_env was split into its parts (state, env, prompts, agents, render, oracle): the prompts, actions
 # and reward terms of seeded rollouts, byte for byte. A change here is a change of behaviour, not a refactoring.
 PINNED = {'random': '8a6ed20adc6b15fe80b0bce6adb20fb9f27bc3e6810e96cc8a3bb87ce09bc82d',
