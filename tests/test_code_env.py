@@ -10,6 +10,7 @@ from pettingllms_nb.envs.code import (CodeEnv, CodeGenerator, TestGenerator as T
                                       HACKS, tests_reply as make_tests, code_reply, wrong_program)
 from pettingllms_nb.envs.code.data import load_code_problems
 from pettingllms_nb.envs.code.judge import judge_test, parse_tests, RESULT_MARK
+from envparts import check_all_names, check_reexports, fresh_registry
 
 
 @pytest.fixture(scope='module')
@@ -145,14 +146,11 @@ def test_a_worker_that_raises_never_escapes_a_rollout(shipped):
 def test_the_package_exports_every_part_and_registers_the_card():
     import pettingllms_nb.envs.code as pkg
     from pettingllms_nb.widgets.render import render_state
-    names = [n for ns in pkg._PARTS.values() for n in ns]
-    assert all(getattr(pkg, n) is getattr(__import__(f"pettingllms_nb.envs.code.{m}", fromlist=[n]), n)
-               for m, ns in pkg._PARTS.items() for n in ns) and len(names) == len(set(names))
-    for old in ('CODER_INTRO', 'CODER_REWARDS', 'CodeEnv', 'CodeGenerator', 'CodeSingleAgent', 'CodeState',
-                'GroundTruth', 'HACKS', 'MAX_CODE_CHARS', 'REWARD_TESTS', 'TESTER_INTRO', 'TESTER_REWARDS',
-                'TestGenerator', 'code_reply', 'code_scores', 'hack_policy', 'oracle_policy', 'refine_policy',
-                'run_ground_truth', 'tests_reply', 'wrong_program'):
-        assert old in names, old   # everything `envs.code.env` exported before the split
+    before = ('CODER_INTRO', 'CODER_REWARDS', 'CodeEnv', 'CodeGenerator', 'CodeSingleAgent', 'CodeState',
+              'GroundTruth', 'HACKS', 'MAX_CODE_CHARS', 'REWARD_TESTS', 'TESTER_INTRO', 'TESTER_REWARDS',
+              'TestGenerator', 'code_reply', 'code_scores', 'hack_policy', 'oracle_policy', 'refine_policy',
+              'run_ground_truth', 'tests_reply', 'wrong_program')
+    check_reexports('code', before)   # every name `envs.code.env` exported before the split, from its part
     assert "data-state='CodeState'><div class='pllm-code-state'>" in render_state(pkg.CodeState(problem='p'))
     assert registry.scripted('code_env', 'oracle') is oracle_policy
     assert registry.scripted('code_env', 'refine') is refine_policy
@@ -214,28 +212,13 @@ def test_prompts_are_pinned():
 
 
 def test_no_log_and_no_method_names_in_any_all():
-    import importlib, inspect
-    from pettingllms_nb.envs.code.__init__ import _PARTS
-    mods = [importlib.import_module(f'pettingllms_nb.envs.code.{m}') for m in _PARTS]
-    classes = [c for m in mods for c in vars(m).values() if inspect.isclass(c) and c.__module__ == m.__name__]
-    methods = {n for c in classes for n, v in vars(c).items() if callable(v) or isinstance(v, property)}
-    methods -= {c.__name__ for c in classes}
-    for m in mods:
-        assert 'log' not in m.__all__ and not set(m.__all__) & methods, (m.__name__, set(m.__all__) & methods)
+    check_all_names('code')
 
 
 def test_the_registry_imports_every_registering_module():
     "In a fresh interpreter the registry finds the env, its agents, its scripted policies and the state's card."
-    import subprocess, sys
-    code = ("import json\nfrom pettingllms_nb.core.registry import registry\n"
-            "from pettingllms_nb.widgets.render import render_state\n"
-            "env = registry.get('env', 'code_env')\n"
-            "print(json.dumps([env.__module__, sorted(registry.agents_for('code_env')),\n"
-            "                  [registry.scripted('code_env', k).__module__ for k in ('oracle', 'refine')],\n"
-            "                  render_state(env.state_cls())[:120]]))")
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, check=True).stdout
-    env_module, agents, scripted, card = json.loads(out)
-    assert env_module == 'pettingllms_nb.envs.code.env'
-    assert agents == ['code_generator', 'code_single_agent', 'test_generator']
-    assert scripted == ['pettingllms_nb.envs.code.oracle'] * 2
-    assert card.startswith("<div class='pllm-state' data-state='CodeState'><div class='pllm-code-state")
+    found = fresh_registry('code_env', ('oracle', 'refine'))
+    assert found['env'] == 'pettingllms_nb.envs.code.env'
+    assert found['agents'] == ['code_generator', 'code_single_agent', 'test_generator']
+    assert found['scripted'] == ['pettingllms_nb.envs.code.oracle'] * 2
+    assert found['card'].startswith("<div class='pllm-state' data-state='CodeState'><div class='pllm-code-state")

@@ -15,6 +15,7 @@ from pettingllms_nb.engine.policies import run_sync
 from pettingllms_nb.core.agent import take_turn
 from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.engine.check_env import check_env
+from envparts import check_all_names, check_reexports, fresh_registry
 
 
 class EchoWorker:
@@ -167,14 +168,11 @@ def test_the_sandbox_names_are_the_sandbox_s_own():
 def test_the_package_exports_every_part_and_registers_the_card():
     import pettingllms_nb.envs.math as pkg
     from pettingllms_nb.widgets.render import render_state
-    names = [n for ns in pkg._PARTS.values() for n in ns]
-    assert all(getattr(pkg, n) is getattr(__import__(f"pettingllms_nb.envs.math.{m}", fromlist=[n]), n)
-               for m, ns in pkg._PARTS.items() for n in ns) and len(names) == len(set(names))
-    for old in ('ANSWER_FORMAT', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathEnv', 'MathSingleAgent', 'MathState',
-                'OK_VERDICTS', 'REASONING_INTRO', 'REASONING_REWARDS', 'ReasoningGenerator', 'TOOL_INTRO',
-                'TOOL_REWARDS', 'ToolGenerator', 'default_worker', 'oracle_policy', 'parse_boxed_answer',
-                'random_policy', 'respond', 'tool_answer_of'):
-        assert old in names, old   # everything `envs.math.env` exported before the split
+    before = ('ANSWER_FORMAT', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathEnv', 'MathSingleAgent', 'MathState',
+              'OK_VERDICTS', 'REASONING_INTRO', 'REASONING_REWARDS', 'ReasoningGenerator', 'TOOL_INTRO',
+              'TOOL_REWARDS', 'ToolGenerator', 'default_worker', 'oracle_policy', 'parse_boxed_answer',
+              'random_policy', 'respond', 'tool_answer_of')
+    check_reexports('math', before)   # every name `envs.math.env` exported before the split, from its part
     assert "data-state='MathState'><div class='pllm-math'>" in render_state(pkg.MathState(problem='1+1?'))
 
 def test_without_math_verify_the_loaders_env_and_card_still_work():
@@ -193,31 +191,16 @@ def test_without_math_verify_the_loaders_env_and_card_still_work():
 
 
 def test_no_log_and_no_method_names_in_any_all():
-    import importlib, inspect
-    from pettingllms_nb.envs.math.__init__ import _PARTS
-    mods = [importlib.import_module(f'pettingllms_nb.envs.math.{m}') for m in _PARTS]
-    classes = [c for m in mods for c in vars(m).values() if inspect.isclass(c) and c.__module__ == m.__name__]
-    methods = {n for c in classes for n, v in vars(c).items() if callable(v) or isinstance(v, property)}
-    methods -= {c.__name__ for c in classes}
-    for m in mods:
-        assert 'log' not in m.__all__ and not set(m.__all__) & methods, (m.__name__, set(m.__all__) & methods)
+    check_all_names('math')
 
 
 def test_the_registry_imports_every_registering_module():
     "In a fresh interpreter the registry finds the env, its agents, its scripted policies and the state's card."
-    import subprocess, sys
-    code = ("import json\nfrom pettingllms_nb.core.registry import registry\n"
-            "from pettingllms_nb.widgets.render import render_state\n"
-            "env = registry.get('env', 'math_env')\n"
-            "print(json.dumps([env.__module__, sorted(registry.agents_for('math_env')),\n"
-            "                  [registry.scripted('math_env', k).__module__ for k in ('oracle', 'random')],\n"
-            "                  render_state(env.state_cls())[:120]]))")
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, check=True).stdout
-    env_module, agents, scripted, card = json.loads(out)
-    assert env_module == 'pettingllms_nb.envs.math.env'
-    assert agents == ['math_single_agent', 'reasoning_generator', 'tool_generator']
-    assert scripted == ['pettingllms_nb.envs.math.oracle'] * 2
-    assert card.startswith("<div class='pllm-state' data-state='MathState'><div class='pllm-math")
+    found = fresh_registry('math_env', ('oracle', 'random'))
+    assert found['env'] == 'pettingllms_nb.envs.math.env'
+    assert found['agents'] == ['math_single_agent', 'reasoning_generator', 'tool_generator']
+    assert found['scripted'] == ['pettingllms_nb.envs.math.oracle'] * 2
+    assert found['card'].startswith("<div class='pllm-state' data-state='MathState'><div class='pllm-math")
 
 
 # Pinned when math_env was split into its parts (state, env, prompts, agents, render, oracle): the prompts, actions
