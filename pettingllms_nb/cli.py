@@ -120,7 +120,7 @@ def _cmd_data_list(args):
     return 0
 
 def _cmd_data_prepare(args):
-    from pettingllms_nb.data.prepare import prepare, DataError
+    from pettingllms_nb.data.preparation import prepare, DataError
     from pettingllms_nb.data.sources import DataMissing
     try: reports = prepare(*args.sources, split=args.split, from_path=args.from_path, root=args.data_dir, force=args.force)
     except (DataError, DataMissing, ValueError) as e:

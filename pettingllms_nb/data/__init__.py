@@ -7,10 +7,10 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/data/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../nbs/data/index.ipynb #5d73154e
+# %% ../../nbs/data/index.ipynb #a48eee85
 from ..core.registry import lazy_exports
 
 _PARTS = {'sources': ['DATA_ENV', 'DataMissing', 'DataSource', 'SourceStatus', 'SourceTable', 'data_dir', 'get_source',
                       'list_sources', 'register_source', 'source_kwargs'],
-          'prepare': ['DataError', 'PrepareReport', 'PrepareReports', 'prepare', 'read_input']}
+          'preparation': ['DataError', 'PrepareReport', 'PrepareReports', 'prepare', 'read_input']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.data', _PARTS)
