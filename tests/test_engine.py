@@ -133,3 +133,29 @@ def test_wrong_policy_output_is_an_error():
 def test_toy_env_passes_check_env():
     rep = check_env('toy_relay', probe_response='#### [1]')
     assert rep.ok, rep
+
+
+def test_infra_error_reaches_the_step():
+    "An agent that marks an infrastructure failure gets it on its trace step (the trainer leaves such steps out)."
+    from pettingllms_nb.core.registry import registry
+    class FlakyRunner(toyworld.Runner):
+        async def step(self, env, worker=None):
+            self.infra_error = "sandbox down (test)"
+    registry.add('agent', 'flaky_runner', FlakyRunner, env='toy_relay'); FlakyRunner.role = 'flaky_runner'
+    try:
+        t = rollout('toy_relay', {'scout': toyworld.truth, 'flaky_runner': toyworld.trust}, seeds=[0], max_turns=2,
+                    turn_order=['scout', 'flaky_runner'])
+    finally: registry.entries['agent'].pop('flaky_runner')
+    assert {s.agent: s.infra_error for s in t} == {'scout': None, 'flaky_runner': 'sandbox down (test)'}
+
+
+def test_take_turn_is_what_the_engine_does():
+    "take_turn plays one agent turn on an env exactly as a rollout step does (same state after, same reward)."
+    from pettingllms_nb.core.agent import take_turn
+    from pettingllms_nb.core.registry import make_env, make_agent
+    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=[5], max_turns=1)
+    env, scout = make_env('toy_relay'), make_agent('scout')
+    env.reset(5)
+    scout.update_from_env(env, 0)
+    assert take_turn(scout, env, t[0].completion) == t[0].reward
+    assert env.state.to_dict() == t[0].state_after

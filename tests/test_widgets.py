@@ -35,13 +35,14 @@ def evil_trace():
 def test_boards(bench, kind, mark):
     tr = rollout(bench, oracle_policy, seeds=[1])
     for st in (tr.state_before(tr[0]), tr[-1].state_after, StatefulState.from_dict(tr[-1].state_after)):
-        h = render_state(st)
-        assert f"data-board='{kind}'" in h and f"class='{mark}'" in h and h.startswith("<div class='pllm-state'>")
-    assert board_svg(tr.state_before(tr[0])['game']) == board_svg(tr.state_before(tr[0]))  # a bare game state draws too
+        h = render_state(st, env='stateful_env')
+        assert f"data-board='{kind}'" in h and f"class='{mark}'" in h and h.startswith("<div class='pllm-state' data-state='StatefulState'>")
+    game = StatefulState.from_dict(tr.state_before(tr[0])).game
+    assert board_svg(game) == board_svg(tr.state_before(tr[0]), 'stateful_env') != ''  # a bare game state draws too
 
 def test_sudoku_clues_distinct_from_filled():
     tr = rollout('stateful_sudoku', oracle_policy, seeds=[0])
-    before, after = render_state(tr.state_before(tr[0])), render_state(tr[-1].state_after)
+    before, after = render_state(tr.state_before(tr[0]), env='stateful_env'), render_state(tr[-1].state_after, env='stateful_env')
     assert "class='clue'" in before and "class='filled'" not in before
     assert "class='clue'" in after and "class='filled'" in after and after.count("class='clue'") == before.count("class='clue'")
 
@@ -54,7 +55,7 @@ def test_generic_state_and_diff():
 
 def test_diff_of_a_real_step():
     tr = rollout('stateful_sudoku', oracle_policy, seeds=[0])
-    d = render_diff(tr.state_before(tr[-1]), tr[-1].state_after)
+    d = render_diff(tr.state_before(tr[-1]), tr[-1].state_after, env='stateful_env')
     assert 'game.grid' in d and d.count("data-board='sudoku'") == 2
 
 def test_step_parts(sudoku):
@@ -206,7 +207,7 @@ def test_import_stays_light():
 
 from pettingllms_nb.engine.rollout import arollout
 from pettingllms_nb.envs.math import MathState
-from pettingllms_nb.widgets.render import (math_html, code_html, state_kind, verdict_badge, flag_badge, badge, as_dict,
+from pettingllms_nb.widgets.render import (math_html, code_html, verdict_badge, flag_badge, badge, as_dict,
                                            VERDICT_COLOURS)
 
 def math_state(**kw):
@@ -239,7 +240,7 @@ def test_math_view():
     assert 'no program yet' in math_html(MathState(problem='1+1?')) and 'no response yet' in math_html(MathState(problem='1+1?'))
     assert "pllm-section pllm-changed" in math_html(ms, highlight=['tool_verdict']) and 'pllm-changed' not in h
     for st in (ms, ms.to_dict()):
-        assert state_kind(as_dict(st)) == 'math' and render_state(st).startswith("<div class='pllm-state' data-state='math'>")
+        assert render_state(st, env='math_env').startswith("<div class='pllm-state' data-state='MathState'><div class='pllm-math'>")
 
 def test_code_view():
     cs = code_state()
@@ -252,7 +253,7 @@ def test_code_view():
     assert 'function add' in call and 'no program yet' in call and 'not run yet' in call and call.count("class='pllm-test'") == 2
     assert 'no valid tests yet' in code_html(code_state(tests=[], test_results=[]))
     assert 'pllm-changed' in code_html(cs, highlight=['gt_verdicts']) and 'pllm-changed' not in h
-    assert state_kind(cs) == 'code' and "data-state='code'" in render_state(cs)
+    assert "data-state='CodeState'><div class='pllm-code-state'>" in render_state(cs, env='code_env')
     more = code_html(code_state(test_results=[{'input': '1', 'expected': '2', 'got': '1', 'verdict': 'WA', 'message': f'differs {EVIL}'}],
                                 public_pass_rate=1.0, hidden_pass_rate=0.0, infra_errors=2))    # fields the real CodeState adds
     assert "title='differs &lt;script&gt;" in more and 'public 100%, hidden 0%' in more and '2 sandbox errors' in more
@@ -268,18 +269,22 @@ def test_verdict_colours():
 
 def test_stateful_state_keeps_its_board():
     tr = rollout('stateful_sudoku', oracle_policy, seeds=[0])
-    assert state_kind(tr[-1].state_after) is None and "data-board='sudoku'" in render_state(tr[-1].state_after)
+    assert "data-board='sudoku'" in render_state(tr[-1].state_after, env=tr.meta['env'])
+    assert 'data-board' not in render_state(tr[-1].state_after)   # a dict alone: no guessing from its keys
 
 def test_math_and_code_in_stepthrough():
     before = math_state(tool_code=None, tool_verdict=None, tool_output=None, tool_answer=None).to_dict()
     s = Step('s0', 'root', 'p', 0, 'tool_generator', {'text': EVIL}, EVIL, action=EVIL, state_after=math_state().to_dict())
     c = Step('c0', 'croot', 'q', 0, 'code_generator', {'text': EVIL}, EVIL, state_after=code_state())
-    tr = Trace([s, c], roots={'root': before, 'croot': code_state(code=None)}, meta={'turn_order': ['tool_generator', 'code_generator']})
-    st = StepThrough(tr, phase='step')
-    assert "data-state='math'" in st.html and 'pllm-section pllm-changed' in st.html
-    st.slider.value = 1; assert "data-state='code'" in st.html
-    for i in range(len(tr) * len(PHASES)):
-        st.goto(*divmod(i, len(PHASES))); assert '<script' not in st.html.lower()
+    mt = Trace([s], roots={'root': before}, meta={'env': 'math_env', 'turn_order': ['tool_generator']})
+    ct = Trace([c], roots={'croot': code_state(code=None)}, meta={'env': 'code_env', 'turn_order': ['code_generator']})
+    st = StepThrough(mt, phase='step')
+    assert "data-state='MathState'" in st.html and 'pllm-section pllm-changed' in st.html
+    assert "data-state='CodeState'" in StepThrough(ct, phase='step').html   # each trace's env draws its states
+    for tr in (mt, ct):
+        st = StepThrough(tr)
+        for i in range(len(tr) * len(PHASES)):
+            st.goto(*divmod(i, len(PHASES))); assert '<script' not in st.html.lower()
 
 # -- following a live rollout -------------------------------------------------------------------------------------------
 

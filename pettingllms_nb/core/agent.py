@@ -6,17 +6,17 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/agent.html.md"""
 
 # %% ../../nbs/core/04_agent.ipynb #c992f1bd
 from __future__ import annotations
-import copy, logging
+import asyncio, copy, logging
 from dataclasses import dataclass, field, fields
 from typing import Any
+from fastcore.basics import patch
 from .parsing import FormatError
 from .rewards import RewardSpec
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'AgentData', 'Agent', 'as_prompt', 'prompt_messages', 'update_from_env', 'update_from_model',
-           'calculate_reward', 'clone']
+__all__ = ['AgentData', 'Agent', 'as_prompt', 'prompt_messages', 'run_sync', 'atake_turn', 'take_turn']
 
 # %% ../../nbs/core/04_agent.ipynb #dd1461b3
 @dataclass
@@ -30,6 +30,7 @@ class AgentData:
     skip_current_turn: bool = False # the engine skips this agent for the rest of the turn
     response: str|None = None       # the raw model text
     format_error: str|None = None   # why `response` could not be parsed, if it could not
+    infra_error: str|None = None    # why the step could not be carried out (sandbox, retriever, browser): never a reward
     reward_terms: dict = field(default_factory=dict)
 
 # %% ../../nbs/core/04_agent.ipynb #463ab871
@@ -76,36 +77,59 @@ def prompt_messages(p) -> list[dict]:
     msgs = [{"role": "system", "content": p["system"]}] if p.get("system") else []
     return msgs + [{"role": "user", "content": p["text"]}]
 
-def update_from_env(self, env, turn_idx:int):
+# %% ../../nbs/core/04_agent.ipynb #579b2511
+@patch
+def update_from_env(self:Agent, env, turn_idx:int):
     "Phase 1: read the shared state and build `current_prompt`."
-    self.current_action, self.response, self.format_error, self.reward_terms = None, None, None, {}
+    self.current_action, self.response, self.format_error, self.infra_error = None, None, None, None
+    self.reward_terms = {}
     self.current_prompt = as_prompt(self.build_prompt(env, turn_idx), self.system_prompt)
     return self.current_prompt
-Agent.update_from_env = update_from_env
 
 # %% ../../nbs/core/04_agent.ipynb #1173fb3b
-def update_from_model(self, response:str):
+@patch
+def update_from_model(self:Agent, response:str):
     "Phase 3: parse `response` into `current_action`; on failure record `format_error` and leave the action None."
     self.response, self.current_action, self.format_error = response, None, None
     try: self.current_action = self.parse(response)
     except FormatError as e: self.format_error = str(e) or "unparseable response"
     except Exception as e:
-        log.warning("%s.parse raised %s (treated as a format error): %s", type(self).__name__, type(e).__name__, e)
+        _log.warning("%s.parse raised %s (treated as a format error): %s", type(self).__name__, type(e).__name__, e)
         self.format_error = f"{type(e).__name__}: {e}"
     return self.current_action
-Agent.update_from_model = update_from_model
 
 # %% ../../nbs/core/04_agent.ipynb #c7a15513
-def calculate_reward(self, env) -> float:
+@patch
+def calculate_reward(self:Agent, env) -> float:
     "Phase 5: evaluate `reward_spec` into `agent_reward` and `reward_terms`."
     self.agent_reward, self.reward_terms = self.reward_spec(env, self)
     return self.agent_reward
 
-def clone(self) -> Agent:
+@patch
+def clone(self:Agent) -> Agent:
     "An independent copy (for a tree-sampling branch)."
     return copy.deepcopy(self)
 
-def _agent_repr(self):
-    return f"{type(self).__name__}(role={self.role!r}, action={self.current_action!r}, reward={self.agent_reward:g}, format_error={self.format_error!r})"
+@patch
+def __repr__(self:Agent):
+    return (f"{type(self).__name__}(role={self.role!r}, action={self.current_action!r}, reward={self.agent_reward:g}, "
+            f"format_error={self.format_error!r})")
 
-Agent.calculate_reward, Agent.clone, Agent.__repr__ = calculate_reward, clone, _agent_repr
+# %% ../../nbs/core/04_agent.ipynb #b2a0792d
+def run_sync(coro):
+    "Run a coroutine to completion from sync code, also inside a running event loop (a Jupyter cell)."
+    try: asyncio.get_running_loop()
+    except RuntimeError: return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
+
+async def atake_turn(agent, env, response:str, worker=None) -> float:
+    "Phases 3–5 on these very objects: `update_from_model` → `step` → `env.refresh()` → `calculate_reward`."
+    agent.update_from_model(response)
+    await agent.step(env, worker)
+    env.refresh()
+    return agent.calculate_reward(env)
+
+def take_turn(agent, env, response:str, worker=None) -> float:
+    "`atake_turn` from sync code: play `response` as `agent`'s turn on `env`; returns the reward."
+    return run_sync(atake_turn(agent, env, response, worker))

@@ -19,6 +19,7 @@ class Env:
     name: str = "env"            # registry name, set by `register_env`
     state_cls: type = EnvState
     default_max_turns: int = 4
+    default_turn_order: tuple = ()   # the roles in the order they act, when a config does not say
 
     def __init__(self, max_turns:int|None=None, **config):
         mt = self.default_max_turns if max_turns is None else max_turns

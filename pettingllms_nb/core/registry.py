@@ -17,12 +17,12 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
-           'check_contract', 'Entry', 'Registry', 'load', 'get', 'names', 'agents_for', 'RegistryTable', 'show',
-           'register_env', 'register_agent', 'register_worker', 'register_policy', 'make_env', 'make_agent',
-           'make_worker', 'make_policy', 'shared_worker', 'lazy_exports']
+           'check_contract', 'Entry', 'Registry', 'load', 'get', 'names', 'agents_for', 'scripted', 'RegistryTable',
+           'show', 'register_env', 'register_agent', 'register_worker', 'register_policy', 'register_scripted',
+           'make_env', 'make_agent', 'make_worker', 'make_policy', 'shared_worker', 'lazy_exports']
 
 # %% ../../nbs/core/05_registry.ipynb #88b6e9f7
-KINDS = ('env', 'agent', 'worker', 'policy')
+KINDS = ('env', 'agent', 'worker', 'policy', 'scripted')
 
 class RegistryError(KeyError):
     "A name that is not registered (or not available); the message says what to do."
@@ -56,6 +56,8 @@ def check_contract(kind:str, name:str, obj) -> None:
         if not inspect.iscoroutinefunction(getattr(obj, 'run', None)): raise ContractError(f"{where}: must define `async def run(...)`")
     elif kind == 'policy':
         if _missing(obj, ['generate']) and _missing(obj, ['agenerate']): raise ContractError(f"{where}: must define generate(requests) or agenerate(requests)")
+    elif kind == 'scripted':
+        if not callable(obj) or inspect.isclass(obj): raise ContractError(f"{where}: must be a function fn(request[, rng]) -> str")
     else: raise ValueError(f"unknown registry kind {kind!r}; allowed: {KINDS}")
 
 # %% ../../nbs/core/05_registry.ipynb #9db8cde3
@@ -157,7 +159,11 @@ def agents_for(self:Registry, env:str) -> list[str]:
     self.load()
     return sorted(n for n, e in self.entries['agent'].items() if e.available and e.meta.get('env') == env)
 
-Registry.get, Registry.names, Registry.agents_for = get, names, agents_for
+def scripted(self:Registry, env:str, name:str='oracle'):
+    "The scripted policy `name` (e.g. 'oracle', 'random') registered for environment `env`."
+    return self.get('scripted', f"{env}.{name}")
+
+Registry.get, Registry.names, Registry.agents_for, Registry.scripted = get, names, agents_for, scripted
 
 # %% ../../nbs/core/05_registry.ipynb #21299131
 class RegistryTable(list):
@@ -211,6 +217,10 @@ def register_worker(name:str, **meta):
 def register_policy(name:str, **meta):
     "Class decorator: register a policy class (something with `generate`/`agenerate`)."
     return lambda cls: registry.add('policy', name, cls, **meta)
+
+def register_scripted(env:str, name:str, **meta):
+    "Function decorator: register a scripted policy `fn(request[, rng]) -> str` of environment `env` (e.g. 'oracle')."
+    return lambda fn: registry.add('scripted', f"{env}.{name}", fn, env=env, **meta)
 
 def make_env(name:str, **kw) -> Env:
     "Instantiate the environment registered as `name`."

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/state.html.md"""
 
 # %% ../../nbs/core/00_state.ipynb #b5c655aa
 from __future__ import annotations
-import copy, dataclasses, html, json
+import copy, dataclasses, json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -55,6 +55,5 @@ class EnvState:
         return '\n'.join(f"{k}: {v!r}" for k, v in self.to_dict().items())
 
     def _repr_html_(self) -> str:
-        rows = ''.join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td><code>{html.escape(repr(v))}</code></td></tr>"
-                       for k, v in self.to_dict().items())
-        return f"<table class='pllm-state'><caption>{html.escape(type(self).__name__)}</caption>{rows}</table>"
+        from pettingllms_nb.widgets.render import render_state   # the card its environment registered, or a table
+        return render_state(self)

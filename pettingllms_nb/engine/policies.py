@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio, inspect, json, random
 from dataclasses import dataclass, field, asdict
 from typing import Any, Callable
-from ..core.agent import prompt_messages
+from ..core.agent import prompt_messages, run_sync   # run_sync lives with the agent's turn; re-exported here
 from ..core.registry import register_policy
 
 # %% auto #0
-__all__ = ['PLAIN_SAMPLING', 'check_sampling', 'Request', 'Completion', 'Policy', 'run_sync', 'ScriptedPolicy', 'ReplayMissing',
+__all__ = ['PLAIN_SAMPLING', 'check_sampling', 'Request', 'Completion', 'Policy', 'ScriptedPolicy', 'ReplayMissing',
            'ReplayPolicy', 'HumanPolicy']
 
 # %% ../../nbs/engine/10_policies.ipynb #0c8f2f66
@@ -83,13 +83,6 @@ class Policy:
         for r, o in zip(requests, outs):
             if len(o) != r.n: raise RuntimeError(f"{type(self).__name__} returned {len(o)} completions for a request with n={r.n} (role {r.role!r})")
         return outs
-
-def run_sync(coro):
-    "Run a coroutine to completion from sync code, also inside a running event loop (a Jupyter cell)."
-    try: asyncio.get_running_loop()
-    except RuntimeError: return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
 # %% ../../nbs/engine/10_policies.ipynb #9ccb9a96
 def _wants_rng(fn) -> bool:

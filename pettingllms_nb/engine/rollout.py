@@ -10,6 +10,7 @@ import asyncio, logging, random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from ..core.env import Env
+from ..core.agent import atake_turn
 from ..core.registry import registry, make_env, make_agent
 from .policies import Policy, ScriptedPolicy, Request, Completion, run_sync
 from .trace import Trace, Step, Episode
@@ -94,18 +95,16 @@ async def _generate(policy, requests):
     return [[c if isinstance(c, Completion) else Completion(str(c)) for c in o] for o in outs]
 
 async def _apply(agent, env, completion, worker):
-    "update_from_model → step → refresh → calculate_reward, on these very objects."
-    agent.update_from_model(completion.text)
-    await agent.step(env, worker)
-    env.refresh()
-    agent.calculate_reward(env)
+    "update_from_model → step → refresh → calculate_reward (`atake_turn`), on these very objects."
+    await atake_turn(agent, env, completion.text, worker)
     return agent, env
 
 def _record(slot, role, turn, i, comp, agent, env, parent_id, group_id, selected) -> Step:
     return Step(id=f"{slot.root_id}/t{turn}/{role}/{i}",
                 parent_id=parent_id, problem_uid=slot.uid, turn_idx=turn, agent=role, prompt=agent.current_prompt,
                 completion=comp.text, action=agent.current_action, format_error=agent.format_error,
-                reward=float(agent.agent_reward), reward_terms=dict(agent.reward_terms), state_after=env.state.to_dict(),
+                infra_error=agent.infra_error, reward=float(agent.agent_reward), reward_terms=dict(agent.reward_terms),
+                state_after=env.state.to_dict(),
                 selected=selected, rollout_idx=slot.rollout_idx, sample_idx=i, group_id=group_id, done=env.done,
                 success=env.success, token_ids=comp.token_ids, logprobs=comp.logprobs,
                 meta={**comp.meta, 'agent_success': bool(agent.success)})

@@ -30,6 +30,7 @@ class Step:
     completion: str
     action: Any = None
     format_error: str|None = None
+    infra_error: str|None = None # the step hit an infrastructure failure (sandbox, retriever, browser): never scored
     reward: float = 0.0
     reward_terms: dict = field(default_factory=dict)
     state_after: dict = field(default_factory=dict)

@@ -10,10 +10,10 @@ import html, json
 from typing import Any
 
 # %% auto #0
-__all__ = ['PHASES', 'CELL', 'BOARDS', 'VERDICT_COLOURS', 'VIEWS', 'esc', 'plan_path_svg', 'sudoku_svg', 'sokoban_svg', 'as_dict',
-           'game_kind', 'board_svg', 'kv_table', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'math_html',
-           'code_html', 'state_kind', 'render_state', 'show', 'flatten', 'changed', 'render_diff', 'render_prompt',
-           'render_completion', 'render_action', 'render_reward', 'render_step_card', 'render_phase']
+__all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'esc', 'plan_path_svg', 'sudoku_svg', 'sokoban_svg', 'as_dict', 'kv_table',
+           'register_card', 'register_board', 'state_class', 'board_svg', 'badge', 'verdict_badge', 'flag_badge',
+           'rate', 'math_html', 'code_html', 'render_state', 'show', 'flatten', 'changed', 'render_diff',
+           'render_prompt', 'render_completion', 'render_action', 'render_reward', 'render_step_card', 'render_phase']
 
 # %% ../../nbs/widgets/60_render.ipynb #d113efc3
 PHASES = ('update_from_env', 'generate', 'update_from_model', 'step', 'reward')  # one interaction cycle of one agent
@@ -89,27 +89,11 @@ def sokoban_svg(g:dict) -> str:
     on = len(boxes & goals)
     return _svg(h, w, ''.join(body), 'sokoban', f"{on}/{len(boxes)} boxes on goals, {g.get('steps', 0)} moves ({g.get('invalid_moves', 0)} invalid)")
 
-BOARDS = {'plan_path': plan_path_svg, 'sudoku': sudoku_svg, 'sokoban': sokoban_svg}
-
 # %% ../../nbs/widgets/60_render.ipynb #d964ac15
 def as_dict(state) -> dict:
     "A state as a plain dict (`EnvState.to_dict()`, or the dict itself)."
     if state is None: return {}
     return state.to_dict() if hasattr(state, 'to_dict') else dict(state)
-
-def game_kind(d:dict) -> str|None:
-    "Which board draws this (game) state dict: 'plan_path', 'sudoku', 'sokoban' or None."
-    if {'walls', 'boxes', 'goals', 'player'} <= d.keys(): return 'sokoban'
-    if {'puzzle', 'grid'} <= d.keys(): return 'sudoku'
-    if {'grid', 'pos', 'goal'} <= d.keys(): return 'plan_path'
-    return None
-
-def board_svg(state) -> str:
-    "The board of a state (a stateful env state or a game state), or '' when it has none."
-    d = as_dict(state)
-    g = d['game'] if isinstance(d.get('game'), dict) else d
-    kind = game_kind(g)
-    return BOARDS[kind](g) if kind else ''
 
 def kv_table(d:dict, keys=None, highlight=(), limit:int=400) -> str:
     "A key/value table of `d` (values escaped and clipped); keys in `highlight` are marked as changed."
@@ -117,6 +101,43 @@ def kv_table(d:dict, keys=None, highlight=(), limit:int=400) -> str:
                    f"<th style='text-align:left;vertical-align:top'>{esc(k)}</th><td>{_pre(esc(d[k], limit))}</td></tr>"
                    for k in (keys if keys is not None else d) if k in d)
     return f"<table class='pllm-kv'>{rows}</table>"
+
+# %% ../../nbs/widgets/60_render.ipynb #fe9803d1
+_CARDS, _BOARDS = {}, {}   # state class -> drawing
+
+def register_card(state_cls:type):
+    "Decorator: `fn(state:dict, highlight=()) -> html` shows `state_cls`'s states (widgets, traces, notebooks)."
+    def deco(fn):
+        _CARDS[state_cls] = fn
+        return fn
+    return deco
+
+def register_board(state_cls:type):
+    "Decorator: `fn(state:dict) -> svg`, a compact picture of `state_cls`'s states (diffs draw it before → after)."
+    def deco(fn):
+        _BOARDS[state_cls] = fn
+        return fn
+    return deco
+
+def _drawing(table:dict, cls):
+    return next((table[k] for k in getattr(cls, '__mro__', ()) if k in table), None)
+
+# %% ../../nbs/widgets/60_render.ipynb #b9289411
+def state_class(state=None, env=None) -> type|None:
+    "The `EnvState` class of `state`: its own type, else the state class of `env` (an env name, an `Env` class or a state class)."
+    from pettingllms_nb.core.state import EnvState
+    if isinstance(state, EnvState): return type(state)
+    if isinstance(env, str):
+        from pettingllms_nb.core.registry import registry, RegistryError
+        try: return registry.get('env', env).state_cls
+        except RegistryError: return None
+    if isinstance(env, type): return env if issubclass(env, EnvState) else getattr(env, 'state_cls', None)
+    return None
+
+def board_svg(state, env=None) -> str:
+    "The registered board of `state` (see `state_class` for `env`), or '' when its class has none."
+    fn = _drawing(_BOARDS, state_class(state, env))
+    return fn(as_dict(state)) if fn is not None and state is not None else ''
 
 # %% ../../nbs/widgets/60_render.ipynb #6b29838c
 VERDICT_COLOURS = {'AC': '#1f883d', 'OK': '#1f883d', 'WA': '#d1242f', 'TLE': '#e67700', 'MLE': '#e67700', 'OLE': '#e67700',
@@ -222,33 +243,19 @@ def code_html(state, highlight=()) -> str:
             + "</div>")
 
 # %% ../../nbs/widgets/60_render.ipynb #77983d29
-_SKIP = {'game', 'code_history', 'tool_output_history', 'tool_action_history', 'plan_action_history'}
+def render_state(state, highlight=(), env=None) -> str:
+    "A state as HTML: the card its environment registered, else its board beside a key/value table of its fields."
+    cls, d = state_class(state, env), as_dict(state)
+    card = _drawing(_CARDS, cls)
+    if card is not None: body = card(d, highlight)
+    else: body = f"<div style='display:flex;gap:1em;align-items:flex-start'>{board_svg(d, cls)}{kv_table(d, highlight=highlight)}</div>"
+    return f"<div class='pllm-state' data-state='{esc(getattr(cls, '__name__', ''))}'>{body}</div>"
 
-def state_kind(d:dict) -> str|None:
-    "Which dedicated view draws this state dict: 'math', 'code' or None."
-    if {'code_history', 'test_results'} <= d.keys(): return 'code'
-    if {'tool_verdict', 'reasoning_answer', 'tool_history'} <= d.keys(): return 'math'
-    return None
-
-VIEWS = {'math': math_html, 'code': code_html}
-
-def render_state(state, highlight=()) -> str:
-    "A state as HTML: a math or code view, or its board as SVG (stateful env, bare game) beside its other fields; else a key/value table."
-    d = as_dict(state)
-    kind = state_kind(d)
-    if kind: return f"<div class='pllm-state' data-state='{kind}'>{VIEWS[kind](d, highlight)}</div>"
-    board = board_svg(d)
-    if not board: return f"<div class='pllm-state'>{kv_table(d, highlight=highlight)}</div>"
-    rest = {k: v for k, v in d.items() if k not in _SKIP and v not in (None, {}, [])} if 'game' in d else {}
-    title = f"<b>{esc(d.get('benchmark', game_kind(d)))}</b>"
-    return (f"<div class='pllm-state'>{title}<div style='display:flex;gap:1em;align-items:flex-start'>{board}"
-            f"{kv_table(rest, highlight=highlight) if rest else ''}</div></div>")
-
-def show(obj):
+def show(obj, env=None):
     "Display a state, step or trace richly in a notebook (an `IPython.display.HTML`)."
     from IPython.display import HTML
-    if hasattr(obj, 'completion') and hasattr(obj, 'reward_terms'): return HTML(render_step_card(obj))
-    return HTML(render_state(obj))
+    if hasattr(obj, 'completion') and hasattr(obj, 'reward_terms'): return HTML(render_step_card(obj, env=env))
+    return HTML(render_state(obj, env=env))
 
 # %% ../../nbs/widgets/60_render.ipynb #90f962f7
 def flatten(d:dict) -> dict:
@@ -264,8 +271,8 @@ def changed(before, after) -> list[str]:
     b, a = flatten(as_dict(before)), flatten(as_dict(after))
     return [k for k in dict.fromkeys([*b, *a]) if b.get(k) != a.get(k)]
 
-def render_diff(before, after) -> str:
-    "The state before → after: both boards, and a table of the changed fields (highlighted)."
+def render_diff(before, after, env=None) -> str:
+    "The state before → after: both boards (when its class has one), and a table of the changed fields (highlighted)."
     b, a = flatten(as_dict(before)), flatten(as_dict(after))
     ks = changed(before, after)
     rows = ''.join(f"<tr class='pllm-changed' style='background:#fff3b0'><th style='text-align:left;vertical-align:top'>{esc(k)}</th>"
@@ -273,9 +280,9 @@ def render_diff(before, after) -> str:
     table = (f"<table class='pllm-diff'><tr><th>field</th><th>before</th><th>after</th></tr>{rows}</table>" if ks
              else "<p class='pllm-diff'><i>no field changed</i></p>")
     boards = ''
-    if board_svg(before) or board_svg(after):
-        boards = (f"<div style='display:flex;gap:1em;align-items:center'>{board_svg(before)}<span style='font-size:20px'>→</span>"
-                  f"{board_svg(after)}</div>")
+    bb, ba = board_svg(before, env), board_svg(after, env)
+    if bb or ba:
+        boards = f"<div style='display:flex;gap:1em;align-items:center'>{bb}<span style='font-size:20px'>→</span>{ba}</div>"
     return f"<div class='pllm-diff-wrap'>{boards}{table}</div>"
 
 # %% ../../nbs/widgets/60_render.ipynb #c1d1912f
@@ -305,13 +312,13 @@ def render_reward(step) -> str:
             f"<table><tr><th>term</th><th>value</th></tr>{rows}</table></div>")
 
 # %% ../../nbs/widgets/60_render.ipynb #1dda5a1d
-def render_step_card(step, phase:str='reward', before=None, active:bool=True) -> str:
+def render_step_card(step, phase:str='reward', before=None, active:bool=True, env=None) -> str:
     "One agent's card: its turn and, for `phase`, the prompt, completion, action, state change or reward."
     if phase not in PHASES: raise ValueError(f"phase={phase!r}; allowed: {PHASES}")
     body = {'update_from_env': lambda: render_prompt(step.prompt),
             'generate': lambda: render_completion(step.completion),
             'update_from_model': lambda: render_action(step),
-            'step': lambda: render_diff(before, step.state_after) if before is not None else render_state(step.state_after),
+            'step': lambda: render_diff(before, step.state_after, env) if before is not None else render_state(step.state_after, env=env),
             'reward': lambda: render_reward(step)}[phase]()
     kept = '' if step.selected else " <span style='color:#888'>(branch not kept)</span>"
     style = 'border:2px solid #1e66f5;background:#f5f8ff' if active else 'border:1px solid #ccc;opacity:0.6'
@@ -334,11 +341,12 @@ def render_phase(trace, i:int, phase:str) -> str:
     applied = PHASES.index(phase) >= PHASES.index('step')
     shown = s.state_after if applied else before
     hl = changed(before, s.state_after) if applied and before is not None else ()
-    state = render_state(shown, highlight=hl) if shown else ''
+    env = getattr(trace, 'meta', {}).get('env')
+    state = render_state(shown, highlight=hl, env=env) if shown else ''
     agents = list(dict.fromkeys([*getattr(trace, 'meta', {}).get('turn_order', []), *(x.agent for x in trace)]))
     cards = []
     for a in agents:
-        if a == s.agent: cards.append(render_step_card(s, phase, before, True))
+        if a == s.agent: cards.append(render_step_card(s, phase, before, True, env))
         else: cards.append(_idle_card(a, next((x for x in reversed(trace.steps[:i]) if x.agent == a and x.selected), None)))
     head = (f"<div class='pllm-head'>step <b>{i + 1}</b>/{len(trace)} · problem {esc(s.problem_uid)} · turn {s.turn_idx} · "
             f"phase <b class='pllm-phase'>{phase}</b></div>")

@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/code/index.ipynb #1958c383
+# %% ../../../nbs/envs/code/index.ipynb #f6ee5d32
 from ...core.registry import lazy_exports
 
 _PARTS = {'env': ['CODER_INTRO', 'CODER_REWARDS', 'CodeEnv', 'CodeGenerator', 'CodeSingleAgent', 'CodeState', 'GroundTruth',

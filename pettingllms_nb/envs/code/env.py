@@ -13,7 +13,7 @@ from ...core.env import Env
 from ...core.agent import Agent
 from ...core.parsing import FormatError, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
-from ...core.registry import register_env, register_agent, shared_worker
+from ...core.registry import register_env, register_agent, register_scripted, shared_worker
 from .judge import judge_tests, check_tests, parse_tests, pass_rate, MAX_TESTS, _jsonable
 
 log = logging.getLogger(__name__)
@@ -62,10 +62,8 @@ class CodeState(EnvState):
     single: bool = False                 # the single-agent baseline answered
 
 # %% ../../../nbs/envs/code/75_code_env.ipynb #ac916143
-def _code_html(self:CodeState) -> str:
-    from pettingllms_nb.widgets.render import render_state   # the code card: program, tests, verdicts
-    return render_state(self)
-CodeState._repr_html_ = _code_html
+from ...widgets.render import register_card, code_html
+register_card(CodeState)(code_html)   # its card: `render_state`, `StepThrough` and `_repr_html_` show it
 
 # %% ../../../nbs/envs/code/75_code_env.ipynb #1efd50ac
 REWARD_TESTS = ('hidden', 'public', 'all')
@@ -308,12 +306,14 @@ def wrong_program(p:dict) -> str:
     if 'class Solution' in (p.get('starter_code') or ''): return f"class Solution:\n    def {p['fn_name']}(self, *args):\n        return None"
     return f"def {p['fn_name']}(*args):\n    return None"
 
+@register_scripted('code_env', 'oracle')
 def oracle_policy(request) -> str:
     "Reference solution for the coder, the public examples as tests for the tester."
     p = _problem_of(request.text)
     if request.role == 'test_generator': return tests_reply(p)
     return code_reply(p['solutions'][0], "Reference solution.")
 
+@register_scripted('code_env', 'refine')
 def refine_policy(request) -> str:
     "A wrong program first; the reference once the prompt shows a failing test. Tests: the public examples."
     p = _problem_of(request.text)

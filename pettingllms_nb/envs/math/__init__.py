@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/math/index.ipynb #7275ed78
+# %% ../../../nbs/envs/math/index.ipynb #16d45c1a
 from ...core.registry import lazy_exports
 
 _PARTS = {'env': ['ANSWER_FORMAT', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathEnv', 'MathSingleAgent', 'MathState', 'OK_VERDICTS',

@@ -13,7 +13,7 @@ from ...core.env import Env
 from ...core.agent import Agent
 from ...core.parsing import FormatError, extract_boxed, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
-from ...core.registry import register_env, register_agent, make_worker, shared_worker
+from ...core.registry import register_env, register_agent, register_scripted, make_worker, shared_worker
 from .checker import MAX_ANSWER_CHARS, answer_text, explain_many
 from .data import load_problems
 
@@ -56,10 +56,8 @@ class MathState(EnvState):
     reasoning_history: list = field(default_factory=list)  # [{response, answer}] per reasoning turn
 
 
-def _math_html(self:MathState) -> str:
-    from pettingllms_nb.widgets.render import render_state   # the math card: code, verdict, output, answers, history
-    return render_state(self)
-MathState._repr_html_ = _math_html
+from ...widgets.render import register_card, math_html
+register_card(MathState)(math_html)   # its card: `render_state`, `StepThrough` and `_repr_html_` show it
 
 # %% ../../../nbs/envs/math/71_math_env.ipynb #c73fe74e
 @register_env("math_env")
@@ -237,12 +235,14 @@ def respond(role:str, answer:str, note:str="") -> str:
     if role == 'tool_generator': return f"{note}\n```python\nprint({str(answer)!r})\n```"
     return f"{note}\nThe answer is $\\boxed{{{answer}}}$."
 
+@register_scripted('math_env', 'oracle')
 def oracle_policy(request) -> str:
     "A scripted policy (`fn(request)`) that answers the gold of the problem in the prompt."
     gold = _GOLD_BY_TEXT.get(_problem_of(request.text))
     if gold is None: raise KeyError("oracle_policy: the prompt's problem is not in any dataset a MathEnv has loaded")
     return respond(request.role, gold, "Computed.")
 
+@register_scripted('math_env', 'random')
 def random_policy(request, rng:random.Random) -> str:
     "A scripted policy (`fn(request, rng)`) that answers a random integer in the right format."
     return respond(request.role, str(rng.randint(0, 100)), "A guess.")

@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/index.html.m
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/stateful/index.ipynb #c2071161
+# %% ../../../nbs/envs/stateful/index.ipynb #7551795b
 from ...core.registry import lazy_exports
 
 _PARTS = {'env': ['AGENT_CLASSES', 'ALIASES', 'COMPACT_TAGS', 'GAMES', 'Game', 'GameAgent', 'IGNORED_PARAMS',

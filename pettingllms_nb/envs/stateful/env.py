@@ -15,8 +15,10 @@ from ...core.env import Env
 from ...core.agent import Agent
 from ...core.parsing import FormatError, MAX_PARSE_CHARS, extract_code, extract_program, parse_actions, clip
 from ...core.rewards import RewardSpec, local, team, process
-from ...core.registry import register_env, register_agent, make_worker, shared_worker
+from ...core.registry import register_env, register_agent, register_scripted, make_worker, shared_worker
 from ...engine.policies import run_sync
+from ...widgets.render import (register_board, register_card, board_svg, kv_table, esc, plan_path_svg,
+                                           sudoku_svg, sokoban_svg)
 from .games.plan_path import PlanPathState, generate_plan_path, solve_plan_path, _check_plan_path
 from .games.sudoku import SudokuState, generate_sudoku, solve_sudoku, solve_grid, parse_sudoku, box_side, _check_sudoku
 from .games.sokoban import SokobanState, generate_sokoban, solve_sokoban, _check_sokoban
@@ -27,10 +29,10 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'TOOL_MARKER', 'STATE_LABEL', 'PROMPT_STYLES', 'GAMES', 'ALIASES', 'PARAM_ALIASES', 'IGNORED_PARAMS',
            'INFRA_VERDICTS', 'TOOL_REWARDS', 'PLAN_REWARDS', 'COMPACT_TAGS', 'MAX_CODE_CHARS', 'OK_VERDICTS',
            'TOOL_INTRO', 'PLAN_INTRO', 'SINGLE_INTRO', 'ROLES', 'AGENT_CLASSES', 'Game', 'describe_task', 'play',
-           'try_action', 'StatefulState', 'StatefulEnv', 'compact_action', 'compact_prompt', 'compact_program',
-           'GameAgent', 'verdict_ok', 'default_worker', 'ToolCallAgent', 'PlanAgent', 'StatefulSingleAgent',
-           'tool_program', 'respond', 'demonstration', 'oracle_response', 'random_response', 'prompt_style_of',
-           'game_from_prompt', 'oracle_policy', 'random_policy', 'sft_pairs']
+           'try_action', 'StatefulState', 'stateful_board', 'stateful_card', 'StatefulEnv', 'compact_action',
+           'compact_prompt', 'compact_program', 'GameAgent', 'verdict_ok', 'default_worker', 'ToolCallAgent',
+           'PlanAgent', 'StatefulSingleAgent', 'tool_program', 'respond', 'demonstration', 'oracle_response',
+           'random_response', 'prompt_style_of', 'game_from_prompt', 'oracle_policy', 'random_policy', 'sft_pairs']
 
 # %% ../../../nbs/envs/stateful/23_stateful_env.ipynb #188d2336
 TOOL_MARKER = "**Actions List**:"       # the tool agent's program prints its action after this
@@ -232,18 +234,25 @@ def _stateful_summary(self:StatefulState) -> str:
         lines.append(f"{k}: {clip(json.dumps(getattr(self, k)), 300)}")
     return '\n'.join(lines)
 
-def _stateful_html(self:StatefulState) -> str:
-    board = self.game._repr_html_() if self.game is not None else ''
-    rows = [('tool_code', self.tool_code), ('tool_verdict', self.tool_verdict), ('tool_output', self.tool_output),
-            ('tool_action', self.tool_action), ('tool_eval', self.tool_eval), ('plan_action', self.plan_action),
-            ('plan_result', self.plan_result), ('turns', len(self.plan_action_history))]
-    tr = ''.join(f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
-                 f"<td><pre style='margin:0;white-space:pre-wrap'>{html.escape(clip(v if isinstance(v, str) else json.dumps(v), 600))}</pre></td></tr>"
-                 for k, v in rows)
-    return (f"<div class='pllm-state'><b>{html.escape(self.benchmark)}</b><div style='display:flex;gap:1em;align-items:flex-start'>"
-            f"{board}<table>{tr}</table></div></div>")
+_SKIP = {'game', 'code_history', 'tool_output_history', 'tool_action_history', 'plan_action_history'}
 
-StatefulState.summary, StatefulState._repr_html_ = _stateful_summary, _stateful_html
+for _cls, _svg in ((PlanPathState, plan_path_svg), (SudokuState, sudoku_svg), (SokobanState, sokoban_svg)):
+    register_board(_cls)(_svg)
+
+@register_board(StatefulState)
+def stateful_board(d:dict) -> str:
+    "The game's board of a `stateful_env` state dict (the benchmark names the game)."
+    game = GAMES.get(ALIASES.get(d.get('benchmark'), d.get('benchmark')))
+    return board_svg(d['game'], game.state_cls) if game and isinstance(d.get('game'), dict) else ''
+
+@register_card(StatefulState)
+def stateful_card(d:dict, highlight=()) -> str:
+    "The benchmark, its board, and what the two agents told each other."
+    rest = {k: v for k, v in d.items() if k not in _SKIP and v not in (None, {}, [])}
+    return (f"<b>{esc(d.get('benchmark'))}</b><div style='display:flex;gap:1em;align-items:flex-start'>"
+            f"{stateful_board(d)}{kv_table(rest, highlight=highlight)}</div>")
+
+StatefulState.summary = _stateful_summary
 
 # %% ../../../nbs/envs/stateful/23_stateful_env.ipynb #ace8d0f8
 @register_env("stateful_env")
@@ -552,10 +561,12 @@ def game_from_prompt(text:str):
     d = json.loads(line)
     return GAMES[d['benchmark']].from_data(d)
 
+@register_scripted('stateful_env', 'oracle')
 def oracle_policy(request) -> str:
     "A scripted policy (`fn(request)`) that solves from the prompt alone."
     return respond(request.role, _oracle_action(game_from_prompt(request.text)), "Solved by search.", prompt_style_of(request.text))
 
+@register_scripted('stateful_env', 'random')
 def random_policy(request, rng:random.Random) -> str:
     "A scripted policy (`fn(request, rng)`) that answers random actions in the right format."
     g = game_from_prompt(request.text)
