@@ -88,6 +88,8 @@ BUILTINS = {
                                               ('agent', 'math_single_agent')]),
     'pettingllms_nb.envs.code.env': (None, [('env', 'code_env'), ('agent', 'code_generator'), ('agent', 'test_generator'),
                                             ('agent', 'code_single_agent')]),
+    'pettingllms_nb.envs.web.agents': ('web', [('env', 'web_env'), ('agent', 'web_navigator'), ('agent', 'web_verifier'),
+                                               ('agent', 'web_single_agent')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 
