@@ -4,6 +4,8 @@ Every episode is a held-out shop goal played by the scripted oracle (navigator a
 right), so both modes do the same work; the browser runs without screenshots unless --screenshots.
   text        the shop's pages read in-process (TextBrowser), no browser
   browser     the same episodes in Chromium through the shared pool
+  evicting   4 episodes at once on a pool of 2 contexts: every turn rebuilds evicted pages by replay (the cost of a
+              pool smaller than the number of episodes in flight)
   pool k      k episodes at once on a pool of k contexts (k = 1..4), in waves of k; the ratio to k = 1 is the scaling
 Printed side by side from one run; the ratios are what to quote (this machine's other load moves the absolute numbers).
 
@@ -55,12 +57,17 @@ if __name__ == '__main__':
         print(f"browser: skipped ({why})")
         raise SystemExit(0)
     try:
-        set_pool_size(max(4, a.max_contexts))
+        set_pool_size(max(8, a.browser_episodes))                        # a context for every episode: no eviction
         play(range(990, 992), 'browser', a.screenshots)                  # start Chromium outside the timing
         (n, steps), dt = timed(play, range(a.browser_episodes), 'browser', a.screenshots)
         br_eps = n / dt
         print(f"{'browser mode':<22}{n:>5} episodes {steps:>6} steps {dt:8.2f} s {br_eps:9.2f} episodes/s"
               f"   text/browser = {text_eps / br_eps:.0f}x")
+        set_pool_size(2)                                                 # 4 episodes on 2 contexts: evicted pages replay
+        play(range(990, 992), 'browser', a.screenshots)
+        (n, steps), dt = timed(play, range(4), 'browser', a.screenshots)
+        print(f"{'4 on a pool of 2':<22}{n:>5} episodes {steps:>6} steps {dt:8.2f} s {n / dt:9.2f} episodes/s"
+              f"   x{(n / dt) / br_eps:.2f} vs one context each (eviction costs a replay per turn)")
         base = None
         for k in range(1, a.max_contexts + 1):
             n, dt = pool_scaling(k, max(1, a.browser_episodes // k), a.screenshots)
