@@ -122,7 +122,7 @@ def test_hostile_actions_stay_on_the_site_in_text_mode():
 def test_tree_branches_step_their_own_copies():
     "Tree sampling in text mode: each branch's state is the result of its own action (defect 1 of the reference)."
     def mixed(request, rng): return oracle_policy(request) if rng.random() < 0.5 else random_policy(request, rng)
-    t = rollout('web_env', mixed, mode='tree', n=3, seeds=range(4), split='test', max_turns=6)
+    t = rollout('web_env', mixed, mode='tree', sample_num=3, seeds=range(4), split='test', max_turns=6)
     for s in t:
         if s.agent == 'web_navigator' and s.format_error is None:
             mine = [h for h in s.state_after['history'] if h['role'] == 'web_navigator']

@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/web/index.ipynb #8f8c7819
+# %% ../../../nbs/envs/web/index.ipynb #3ad29acf
 from ...core.registry import lazy_exports
 
 _PARTS = {'data': ['Catalogue', 'MINIWOB_TASKS', 'PRODUCT_TYPES', 'get_catalogue', 'load_webshop', 'make_catalogue',
@@ -16,9 +16,10 @@ _PARTS = {'data': ['Catalogue', 'MINIWOB_TASKS', 'PRODUCT_TYPES', 'get_catalogue
           'observation': ['Action', 'Observation', 'TextBrowser', 'check_action', 'parse_action'],
           'browser': ['BrowserError', 'BrowserPage', 'BrowserPool', 'browser_available', 'browser_processes', 'close_browsers',
                       'miniwob_start', 'set_pool_size', 'shared_pool', 'shop_start'],
-          'env': ['WebEnv', 'WebState', 'shop_app'],
-          'agents': ['NAVIGATOR_REWARDS', 'SINGLE_REWARDS', 'VERIFIER_REWARDS', 'WebNavigator', 'WebSingleAgent', 'WebVerifier',
-                     'parse_verdict'],
+          'state': ['WebState'],
+          'env': ['WebEnv', 'shop_app'],
+          'prompts': ['navigator_prompt', 'parse_verdict', 'verifier_prompt'],
+          'agents': ['NAVIGATOR_REWARDS', 'SINGLE_REWARDS', 'VERIFIER_REWARDS', 'WebNavigator', 'WebSingleAgent', 'WebVerifier'],
           'render': ['web_card'],
           'oracle': ['oracle_action', 'oracle_policy', 'random_policy']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.web', _PARTS)
