@@ -201,10 +201,11 @@ def test_a_crashed_browser_is_an_infra_error_not_a_reward():
 def test_a_hung_browser_is_an_infra_error(monkeypatch):
     import pettingllms_nb.envs.web.browser as B
     env = WebEnv(split='test', backend='browser', screenshots=False)
-    env.reset(2)
-    env.driver.pool = pool = BrowserPool(max_contexts=2, op_timeout=3)
+    env.reset(2)                                     # opened within the pool's usual time limit
+    pool = env.driver.pool
     async def hang(self, page, a, replay=False): await asyncio.sleep(3600)
     monkeypatch.setattr(B.BrowserPage, '_do', hang)
+    monkeypatch.setattr(pool, 'op_timeout', 3)
     nav = make_agent('web_navigator')
     nav.update_from_env(env, 0)
     t0 = time.monotonic()
@@ -212,7 +213,6 @@ def test_a_hung_browser_is_an_infra_error(monkeypatch):
     assert nav.infra_error and 'did not answer within 3 s' in nav.infra_error and time.monotonic() - t0 < 30
     assert env.state.infra_errors == 1 and not env.done
     env.close()
-    pool.close()
 
 
 @needs_browser
