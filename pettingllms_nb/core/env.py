@@ -71,7 +71,7 @@ class Env:
         head = f"<b>{html.escape(repr(self))}</b>"
         return head + ("" if self.state is None else self.state._repr_html_())
 
-# %% ../../nbs/core/03_env.ipynb #bdf69877
+# %% ../../nbs/core/03_env.ipynb #fa14ea57
 class ReplayDivergence(RuntimeError):
     "Replaying an environment's recorded actions did not reproduce what the original simulator showed."
 
@@ -83,11 +83,12 @@ class ReplayClone:
     def sim_apply(self, sim, action): raise NotImplementedError(f"{type(self).__name__}.sim_apply")
     def sim_close(self, sim): pass
     def sim_fingerprint(self, sim): return None
+    def sim_record(self, action, out): return action   # what the log keeps (a simulator may add a replay hint)
     def sim_replay(self, sim, actions):
         "Apply `actions` in order (override with a faster path when the simulator has one)."
         for a in actions: self.sim_apply(sim, a)
 
-# %% ../../nbs/core/03_env.ipynb #b41a4bd7
+# %% ../../nbs/core/03_env.ipynb #c2c7c949
 @patch
 def sim_start(self:ReplayClone):
     "Close any simulator of the previous episode and build a fresh one (the episode's actions start empty)."
@@ -110,12 +111,12 @@ def sim(self:ReplayClone):
         self._sim, self.replay_s = sim, time.perf_counter() - t
     return self._sim
 
-# %% ../../nbs/core/03_env.ipynb #ed5fd215
+# %% ../../nbs/core/03_env.ipynb #f00682a6
 @patch
 def sim_act(self:ReplayClone, action):
     "Apply `action` to the simulator and record it (what a clone will replay)."
     out = self.sim_apply(self.sim, action)
-    self.sim_log.append(action)
+    self.sim_log.append(self.sim_record(action, out))
     self.sim_print = self.sim_fingerprint(self._sim)
     return out
 
