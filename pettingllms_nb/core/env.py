@@ -97,18 +97,25 @@ def sim_start(self:ReplayClone):
     self.sim_print = self.sim_fingerprint(self._sim)
     return self._sim
 
+@patch
+def sim_rebuild(self:ReplayClone):
+    "A new simulator with `sim_log` replayed into it and checked against the original; `self` is left as it is."
+    sim = self.sim_build()
+    self.sim_replay(sim, list(self.sim_log))
+    seen = self.sim_fingerprint(sim)
+    if seen != self.sim_print:
+        self.sim_close(sim)
+        raise ReplayDivergence(f"{type(self).__name__}: replaying {len(self.sim_log)} action(s) gave {seen!r}, "
+                               f"the original showed {self.sim_print!r}")
+    return sim
+
 @patch(as_prop=True)
 def sim(self:ReplayClone):
-    "The live simulator; a clone builds its own on first use and replays `sim_log` into it."
+    "The live simulator; a clone builds its own on first use (`sim_rebuild`)."
     if self._sim is None:
-        t, sim = time.perf_counter(), self.sim_build()
-        self.sim_replay(sim, list(self.sim_log))
-        seen = self.sim_fingerprint(sim)
-        if seen != self.sim_print:
-            self.sim_close(sim)
-            raise ReplayDivergence(f"{type(self).__name__}: replaying {len(self.sim_log)} action(s) gave {seen!r}, "
-                                   f"the original showed {self.sim_print!r}")
-        self._sim, self.replay_s = sim, time.perf_counter() - t
+        t = time.perf_counter()
+        self._sim = self.sim_rebuild()
+        self.replay_s = time.perf_counter() - t
     return self._sim
 
 # %% ../../nbs/core/03_env.ipynb #f00682a6
@@ -116,9 +123,14 @@ def sim(self:ReplayClone):
 def sim_act(self:ReplayClone, action):
     "Apply `action` to the simulator and record it (what a clone will replay)."
     out = self.sim_apply(self.sim, action)
+    self.sim_commit(action, out)
+    return out
+
+@patch
+def sim_commit(self:ReplayClone, action, out):
+    "Record `action` (applied to `self._sim`, which answered `out`) in the log a clone replays."
     self.sim_log.append(self.sim_record(action, out))
     self.sim_print = self.sim_fingerprint(self._sim)
-    return out
 
 @patch
 def clone(self:ReplayClone):

@@ -7,11 +7,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/render.html.
 # %% auto #0
 __all__ = ['alfworld_card']
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #d905587f
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #0462fb15
 from ...widgets.render import register_card, render_state, badge, flag_badge, esc
 from .state import AlfworldState
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #7a150954
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #2bbeba65
 def _milestone_bar(ms:list, progress:float) -> str:
     cells = ''.join(f"<span style='display:inline-block;width:18px;height:10px;margin-right:2px;border-radius:2px;"
                     f"background:{'#1f883d' if m else '#d0d7de'}'></span>" for m in ms)
@@ -26,7 +26,7 @@ def _commands(cmds:list, last, valid) -> str:
             if last is not None and valid is False else '')
     return f"<ul style='margin:0;columns:2;font:12px monospace'>{miss}{''.join(out)}</ul>"
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #dea96a8b
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #9a7dd37c
 @register_card(AlfworldState)
 def alfworld_card(d:dict, highlight=()) -> str:
     "An `alfworld_env` state: task and progress, room, observation, inventory, plan, admissible commands, recent actions."
