@@ -88,6 +88,9 @@ BUILTINS = {
                                               ('agent', 'math_single_agent')]),
     'pettingllms_nb.envs.code.env': (None, [('env', 'code_env'), ('agent', 'code_generator'), ('agent', 'test_generator'),
                                             ('agent', 'code_single_agent')]),
+    'pettingllms_nb.envs.alfworld.agents': ('alfworld', [('env', 'alfworld_env'), ('agent', 'alfworld_planner'),
+                                                         ('agent', 'alfworld_executor'), ('agent', 'alfworld_single_agent'),
+                                                         ('scripted', 'alfworld_env.oracle'), ('scripted', 'alfworld_env.random')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 

@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/index.html.m
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/alfworld/index.ipynb #fe53a3a0
+# %% ../../../nbs/envs/alfworld/index.ipynb #41e1f4f5
 from ...core.registry import lazy_exports
 
 _PARTS = {
