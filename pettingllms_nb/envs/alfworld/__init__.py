@@ -7,17 +7,26 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/index.html.m
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/alfworld/index.ipynb #41e1f4f5
+# %% ../../../nbs/envs/alfworld/index.ipynb #b3781064
 from ...core.registry import lazy_exports
 
 _PARTS = {
-    'engine': ['AlfredEngine', 'EXTRA', 'INVALID_FEEDBACK', 'Observation', 'PACKAGES', 'SimulatorError', 'TextWorldEngine', 'alfred_logic', 'asim_call', 'game_data', 'missing_packages', 'require_alfworld', 'sim_call'],
-    'data': ['Game', 'Goal', 'LAMPS', 'OBJECTS', 'RECEPTACLES', 'ROOMS', 'SENTENCES', 'SPLITS', 'TASK_TYPES', 'TOOLS', 'TW_CHALLENGES', 'Task', 'alfworld_data_path', 'can_hold', 'generate_solvable', 'generate_task', 'goal_pddl', 'load_alfworld', 'load_textworld_games', 'make_textworld_game', 'milestones', 'progress', 'solve', 'task_sentence', 'task_type_name', 'textworld_cache', 'write_alfworld_layout'],
+    'engine': ['AlfredEngine', 'EXTRA', 'INVALID_FEEDBACK', 'Observation', 'PACKAGES', 'SimulatorError',
+               'TextWorldEngine', 'alfred_logic', 'asim_call', 'game_data', 'missing_packages', 'require_alfworld',
+               'sim_call'],
+    'data': ['Game', 'Goal', 'LAMPS', 'OBJECTS', 'RECEPTACLES', 'ROOMS', 'SENTENCES', 'SPLITS', 'TASK_TYPES', 'TOOLS',
+             'TW_CHALLENGES', 'Task', 'alfworld_data_path', 'can_hold', 'generate_solvable', 'generate_task',
+             'goal_pddl', 'load_alfworld', 'load_textworld_games', 'make_textworld_game', 'milestones', 'progress',
+             'solve', 'task_sentence', 'task_type_name', 'textworld_cache', 'write_alfworld_layout'],
     'state': ['AlfworldState'],
     'render': ['alfworld_card'],
     'env': ['AlfworldEnv', 'BENCHMARKS', 'WALKTHROUGHS', 'generated_game'],
-    'prompts': ['ACTION_FORMAT', 'COMMANDS_HEADER', 'EXECUTOR_INTRO', 'PLANNER_INTRO', 'PLAN_FORMAT', 'SINGLE_INTRO', 'carrying', 'commands_block', 'commands_in', 'compact_prompt', 'executor_prompt', 'history_block', 'plan_block', 'planner_prompt', 'progress_line', 'single_prompt'],
-    'agents': ['AlfworldExecutor', 'AlfworldPlanner', 'AlfworldSingleAgent', 'EXECUTOR_REWARDS', 'MAX_COMMAND_CHARS', 'MAX_PLAN_STEPS', 'MAX_RESPONSE_CHARS', 'PLANNER_REWARDS', 'grounded', 'parse_action', 'parse_plan', 'plan_words'],
+    'prompts': ['ACTION_FORMAT', 'COMMANDS_HEADER', 'EXECUTOR_INTRO', 'PLANNER_INTRO', 'PLAN_FORMAT', 'SINGLE_INTRO',
+                'carrying', 'commands_block', 'commands_in', 'compact_prompt', 'executor_prompt', 'history_block',
+                'plan_block', 'planner_prompt', 'progress_line', 'single_prompt'],
+    'agents': ['AlfworldExecutor', 'AlfworldPlanner', 'AlfworldSingleAgent', 'EXECUTOR_REWARDS', 'MAX_COMMAND_CHARS',
+               'MAX_PLAN_STEPS', 'MAX_RESPONSE_CHARS', 'PLANNER_REWARDS', 'grounded', 'parse_action', 'parse_plan',
+               'plan_words'],
     'oracle': ['PLANNER_ROLES', 'oracle_policy', 'random_policy', 'respond'],
 }
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.alfworld', _PARTS)

@@ -7,11 +7,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/render.html.
 # %% auto #0
 __all__ = ['alfworld_card']
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #0462fb15
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #dde9cca9
 from ...widgets.render import register_card, render_state, badge, flag_badge, esc
 from .state import AlfworldState
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #2bbeba65
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #33c381e7
 def _milestone_bar(ms:list, progress:float) -> str:
     cells = ''.join(f"<span style='display:inline-block;width:18px;height:10px;margin-right:2px;border-radius:2px;"
                     f"background:{'#1f883d' if m else '#d0d7de'}'></span>" for m in ms)
@@ -26,22 +26,31 @@ def _commands(cmds:list, last, valid) -> str:
             if last is not None and valid is False else '')
     return f"<ul style='margin:0;columns:2;font:12px monospace'>{miss}{''.join(out)}</ul>"
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #9a7dd37c
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #8f7d1131
 @register_card(AlfworldState)
 def alfworld_card(d:dict, highlight=()) -> str:
-    "An `alfworld_env` state: task and progress, room, observation, inventory, plan, admissible commands, recent actions."
-    sec = lambda title, body, key: (f"<div class='pllm-section{' pllm-changed' if key in highlight else ''}' style='margin:3px 0;"
-                                    f"{'background:#fff3b0;' if key in highlight else ''}border-left:3px solid #d0d7de;padding:3px'>"
-                                    f"<b>{title}</b> {body}</div>")
+    "An `alfworld_env` state: task, progress, room, observation, inventory, plan, admissible commands, recent actions."
+    def sec(title, body, key):
+        hot = key in highlight
+        return (f"<div class='pllm-section{' pllm-changed' if hot else ''}' style='margin:3px 0;"
+                f"{'background:#fff3b0;' if hot else ''}border-left:3px solid #d0d7de;padding:3px'>"
+                f"<b>{title}</b> {body}</div>")
     plan = ''.join(f"<li>{esc(p, 300)}</li>" for p in d.get('plan') or []) or '<i>no plan yet</i>'
-    hist = ''.join(f"<li>{'✔' if h.get('valid') else '✘'} <code>{esc(h.get('command'), 200)}</code> → {esc(h.get('feedback'), 200)}</li>"
+    hist = ''.join(f"<li>{'✔' if h.get('valid') else '✘'} <code>{esc(h.get('command'), 200)}</code> → "
+                   f"{esc(h.get('feedback'), 200)}</li>"
                    for h in (d.get('history') or [])[-5:])
-    flags = flag_badge('won', d.get('won')) + badge(f"{d.get('invalid_actions', 0)} invalid", '#d1242f' if d.get('invalid_actions') else '#57606a')
+    bad = d.get('invalid_actions', 0)
+    flags = flag_badge('won', d.get('won')) + badge(f"{bad} invalid", '#d1242f' if bad else '#57606a')
     if d.get('infra_errors'): flags += badge(f"{d['infra_errors']} simulator errors", '#8250df')
-    return (f"<div class='pllm-alfworld'><b>{esc(d.get('task'))}</b> · {esc(d.get('source'))}/{esc(d.get('task_type'))} {flags}"
+    cmds = d.get('admissible') or []
+    where = f"{esc(d.get('source'))}/{esc(d.get('task_type'))}"
+    return (f"<div class='pllm-alfworld'><b>{esc(d.get('task'))}</b> · {where} "
+            f"{flags}"
             f"<div>{_milestone_bar(d.get('milestones') or [], d.get('progress') or 0.0)}</div>"
-            + sec('room', esc(d.get('room'), 1500), 'room') + sec('observation', esc(d.get('observation'), 1500), 'observation')
+            + sec('room', esc(d.get('room'), 1500), 'room')
+            + sec('observation', esc(d.get('observation'), 1500), 'observation')
             + sec('carrying', esc(', '.join(d.get('inventory') or []) or 'nothing'), 'inventory')
             + sec('plan', f"<ol style='margin:0'>{plan}</ol>", 'plan')
-            + sec(f"admissible ({len(d.get('admissible') or [])})", _commands(d.get('admissible') or [], d.get('last_command'), d.get('last_valid')), 'admissible')
+            + sec(f"admissible ({len(cmds)})", _commands(cmds, d.get('last_command'), d.get('last_valid')),
+                  'admissible')
             + (sec('recent actions', f"<ul style='margin:0'>{hist}</ul>", 'history') if hist else '') + "</div>")
