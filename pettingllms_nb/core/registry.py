@@ -78,9 +78,11 @@ class Entry:
 # Built-in modules, the components each provides, and the extra each needs (None: always installed).
 BUILTINS = {
     'pettingllms_nb.engine.policies': (None, [('policy', 'scripted'), ('policy', 'replay'), ('policy', 'human')]),
-    'pettingllms_nb.sandbox': (None, [('worker', 'sandbox')]),
-    'pettingllms_nb.envs.stateful.env': (None, [('env', 'stateful_env'), ('agent', 'plan_agent'), ('agent', 'tool_call_agent'),
-                                                ('agent', 'stateful_single_agent')]),
+    'pettingllms_nb.sandbox.pool': (None, [('worker', 'sandbox')]),
+    'pettingllms_nb.envs.stateful.env': (None, [('env', 'stateful_env')]),
+    'pettingllms_nb.envs.stateful.agents': (None, [('agent', 'plan_agent'), ('agent', 'tool_call_agent'),
+                                                   ('agent', 'stateful_single_agent')]),
+    'pettingllms_nb.envs.stateful.oracle': (None, [('scripted', 'stateful_env.oracle'), ('scripted', 'stateful_env.random')]),
     'pettingllms_nb.models.hf': ('train', [('policy', 'hf')]),
     'pettingllms_nb.models.openai': ('openai', [('policy', 'openai')]),
     'pettingllms_nb.models.vllm': ('vllm', [('policy', 'vllm')]),
