@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/index.html.m
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/alfworld/index.ipynb #b3781064
+# %% ../../../nbs/envs/alfworld/index.ipynb #c6ec1f3d
 from ...core.registry import lazy_exports
 
 _PARTS = {

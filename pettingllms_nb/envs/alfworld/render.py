@@ -7,11 +7,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/render.html.
 # %% auto #0
 __all__ = ['alfworld_card']
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #dde9cca9
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #fe5b96bc
 from ...widgets.render import register_card, render_state, badge, flag_badge, esc
 from .state import AlfworldState
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #33c381e7
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #d37073ce
 def _milestone_bar(ms:list, progress:float) -> str:
     cells = ''.join(f"<span style='display:inline-block;width:18px;height:10px;margin-right:2px;border-radius:2px;"
                     f"background:{'#1f883d' if m else '#d0d7de'}'></span>" for m in ms)
@@ -26,7 +26,7 @@ def _commands(cmds:list, last, valid) -> str:
             if last is not None and valid is False else '')
     return f"<ul style='margin:0;columns:2;font:12px monospace'>{miss}{''.join(out)}</ul>"
 
-# %% ../../../nbs/envs/alfworld/87b_render.ipynb #8f7d1131
+# %% ../../../nbs/envs/alfworld/87b_render.ipynb #4b4dd222
 @register_card(AlfworldState)
 def alfworld_card(d:dict, highlight=()) -> str:
     "An `alfworld_env` state: task, progress, room, observation, inventory, plan, admissible commands, recent actions."
