@@ -61,7 +61,7 @@ def main():
     ms = lambda xs: 1000 * statistics.median(xs)
     print(f"alfworld_env simulator, generated rooms of {a.size} receptacles, {a.games} games, clones after {a.depth} commands"
           f" (memoised parses: {a.memo != '0'})")
-    print(f"  import textworld+alfworld            {1000 * t_import:8.0f} ms")
+    print(f"  import the alfworld_env modules      {1000 * t_import:8.0f} ms")
     print(f"  first load (cold caches)             {1000 * t_cold:8.0f} ms")
     print(f"  load + reset, another game (median)  {ms(loads):8.0f} ms   reset alone {1000 * resets:.0f} ms")
     print(f"  step (median of {len(steps)})               {ms(steps):8.1f} ms")
