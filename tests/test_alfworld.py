@@ -292,3 +292,16 @@ def test_parse_action_is_total():
         s = ''.join(rng.choice('Action: \n\t`"\'.#*abc1\x00\u2028') for _ in range(rng.randint(0, 80)))
         try: parse_action(s)
         except Exception as e: assert type(e).__name__ == 'FormatError'
+
+
+# -- the package -------------------------------------------------------------------------------
+
+def test_package_parts():
+    from envparts import check_all_names, check_reexports, fresh_registry
+    check_reexports('alfworld', ['AlfworldEnv', 'AlfworldState', 'AlfworldPlanner', 'AlfworldExecutor', 'AlfworldSingleAgent',
+                                 'generate_solvable', 'load_alfworld', 'oracle_policy', 'random_policy'])
+    check_all_names('alfworld')
+    seen = fresh_registry('alfworld_env', ['oracle', 'random'])
+    assert seen['env'] == 'pettingllms_nb.envs.alfworld.env'
+    assert seen['agents'] == ['alfworld_executor', 'alfworld_planner', 'alfworld_single_agent']
+    assert seen['scripted'] == ['pettingllms_nb.envs.alfworld.oracle'] * 2 and 'pllm-alfworld' in seen['card']
