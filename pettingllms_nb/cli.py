@@ -1,4 +1,4 @@
-"""`pettingllms-nb registry | presets | config | check-env | rollout | train | eval | demo`: the notebook's functions, from a shell.
+"""`pettingllms-nb registry | presets | config | check-env | rollout | train | eval | retrieval-server | demo`: the notebook's functions, from a shell.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/cli.html.md"""
 
@@ -100,6 +100,11 @@ def _cmd_eval(args):
     print(json.dumps(m, indent=1))
     return 0
 
+def _cmd_retrieval_server(args):
+    from pettingllms_nb.envs.search.retrieval import run_server
+    run_server(args.index, backend=args.backend, host=args.host, port=args.port, topk=args.topk)
+    return 0
+
 def _cmd_demo(args):
     from pettingllms_nb.demo import run_demo
     run_demo(out_dir=args.out, seeds=args.seeds, quick=args.quick, steps=args.steps, anchors=not args.no_anchors,
@@ -143,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="samples per problem (avg@k, pass@k; default: training.validate_sample_num)")
     s.add_argument("-k", type=int, default=None, dest="old_k", help=argparse.SUPPRESS)   # old spelling of --sample-num
     s.add_argument("--temperature", type=float, default=None); s.set_defaults(fn=_cmd_eval)
+    s = sub.add_parser("retrieval-server", help="serve a search index over HTTP (POST /retrieve, Search-R1 and single-query dialects)")
+    s.add_argument("index", help="generated[:SEED], a built .sqlite index, or a JSON-lines corpus ({id, contents} or {id, title, text})")
+    s.add_argument("--backend", default="fts5", choices=["fts5", "bm25s", "scan"]); s.add_argument("--topk", type=int, default=3)
+    s.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)"); s.add_argument("--port", type=int, default=8000)
+    s.set_defaults(fn=_cmd_retrieval_server)
     s = sub.add_parser("demo", help="the CPU demo: success rates per game, a table and a plot")
     s.add_argument("--out", default="outputs/demo"); s.add_argument("--seeds", type=int, default=100)
     s.add_argument("--steps", type=int, default=80, help="training steps per trained row")

@@ -4,7 +4,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from echoworker import EchoWorker
+
 from pettingllms_nb.core.registry import make_env, registry, UnavailableError, RegistryError
+from pettingllms_nb.core.agent import take_turn
 from pettingllms_nb.engine.policies import run_sync
 from pettingllms_nb.envs.stateful.games.plan_path import generate_plan_path, solve_plan_path, bfs_moves, PlanPathState
 from pettingllms_nb.envs.stateful.games.sudoku import (generate_sudoku, count_solutions, is_valid_grid, solve_sudoku, SudokuState,
@@ -19,25 +22,13 @@ AGENTS = {'tool_call_agent': ToolCallAgent, 'plan_agent': PlanAgent, 'stateful_s
 PAIR, SINGLE = ('tool_call_agent', 'plan_agent'), ('stateful_single_agent',)
 
 
-class EchoWorker:
-    "A fake execution worker: executes nothing, echoes the literal of the programs `respond` writes (full or compact)."
-    async def run(self, code, stdin="", expected=None, time_limit=None, memory_limit=None):
-        m = re.fullmatch(r"actions = (.*)\nprint\('\*\*Actions List\*\*:', actions\)", code.strip())
-        if m: return SimpleNamespace(verdict='OK', stdout=f"{TOOL_MARKER} {m.group(1)}\n", stderr='')
-        m = re.fullmatch(r'print\("([\w ,]*)"\)', code.strip())
-        if m: return SimpleNamespace(verdict='OK', stdout=f"{m.group(1)}\n", stderr='')
-        return SimpleNamespace(verdict='RE', stdout='', stderr='Traceback (most recent call last): ...')
-
 WORKER = EchoWorker()
 
 
 def act(agent, env, response, turn=None, worker=WORKER):
     "One agent cycle, as the rollout engine drives it."
     agent.update_from_env(env, env.turn if turn is None else turn)
-    agent.update_from_model(response)
-    run_sync(agent.step(env, worker))
-    env.refresh()
-    return agent.calculate_reward(env)
+    return take_turn(agent, env, response, worker)
 
 
 def episode(benchmark, seed, order=PAIR, reply=oracle_response, worker=WORKER, **params):
@@ -248,11 +239,12 @@ def test_tool_output_errors_are_never_actions():
     class Chatty:
         async def run(self, code, **kw): return SimpleNamespace(verdict='OK', stdout='Traceback: no path found\n', stderr='')
 
-    for worker, verdict, no_action in ((Crash(), 'RE', -1.0), (Broken(), 'worker_error', 0.0), (Chatty(), 'OK', -1.0)):
+    for worker, verdict, no_action in ((Crash(), 'RE', -1.0), (Broken(), 'IE', 0.0), (Chatty(), 'OK', -1.0)):
         a = ToolCallAgent()
         act(a, env, good, worker=worker)
         assert env.state.tool_verdict == verdict and env.state.tool_action is None and env.state.tool_eval.get('solved') is None
         assert a.reward_terms['no_action'] == no_action and a.format_error is None
+        assert (a.infra_error is not None) == (verdict == 'IE')   # only the sandbox's own failure is marked
     assert verdict_ok('OK') and verdict_ok('AC') and not verdict_ok('RE') and not verdict_ok('IE')
 
 
@@ -643,3 +635,97 @@ def test_tiny_presets_fit_their_lengths():
         assert longest_prompt + 24 <= cfg.training.max_prompt_length, (name, longest_prompt)
         assert longest_target + 1 <= cfg.training.max_response_length, (name, longest_target)
         assert cfg.specialization == ('lora' if name.endswith('_lora') else 'prompt')
+
+
+# ---------------------------------------------------------------- the package's layout (issue 10)
+def test_sandbox_failures_are_infra_errors_never_scores():
+    "A sandbox that raises or answers IE: the step is marked (agent and trace), and nothing penalises the agent."
+    from pettingllms_nb.engine.rollout import rollout
+
+    class Broken:
+        async def run(self, code, **kw): raise ConnectionError("pool died")
+
+    class FailingSandbox:
+        async def run(self, code, **kw): return SimpleNamespace(verdict='IE', stdout='', stderr='bwrap: no namespace')
+
+    for worker, why in ((Broken(), 'ConnectionError: pool died'), (FailingSandbox(), 'bwrap: no namespace')):
+        env = StatefulEnv('plan_path'); env.reset(0)
+        a = ToolCallAgent()
+        r = act(a, env, oracle_response('tool_call_agent', env), worker=worker)
+        assert env.state.tool_verdict == 'IE' and why in a.infra_error and a.format_error is None
+        assert a.reward_terms['no_action'] == 0.0 and r == 0.0
+        tr = rollout('stateful_env', oracle_policy, seeds=range(2), worker=worker, benchmark='plan_path')
+        tool_steps = tr.filter(agent='tool_call_agent')
+        assert tool_steps and all(s.infra_error and why in s.infra_error for s in tool_steps)
+        assert not any(s.infra_error for s in tr.filter(agent='plan_agent'))
+    a = ToolCallAgent(); env = StatefulEnv('plan_path'); env.reset(0)
+    act(a, env, "```python\nprint(undefined_name)\n```", worker=EchoWorker())
+    assert a.infra_error is None and a.reward_terms['no_action'] == -1.0   # the program's own crash is the agent's
+
+
+def test_oracle_action_is_public_and_plans_from_now():
+    from pettingllms_nb.envs.stateful import oracle_action
+    for bench in GAMES:
+        env = StatefulEnv(bench); env.reset(3)
+        g = env.state.game
+        assert oracle_action(g) == GAMES[bench].solve(g) and try_action(g, oracle_action(g))['solved']
+    corner = SokobanState(height=5, width=5, walls=[[r, c] for r in range(5) for c in range(5) if r in (0, 4) or c in (0, 4)],
+                          goals=[[2, 2]], boxes=[[1, 1]], player=[3, 3])
+    assert corner.deadlocked and set(oracle_action(corner, random.Random(1))) <= set('UDLR')   # unsolvable: a random action
+
+
+def test_package_reexports_every_public_name():
+    import importlib
+    import pettingllms_nb.envs.stateful as pkg
+    from pettingllms_nb.envs.stateful.__init__ import _PARTS
+    for part, names in _PARTS.items():
+        module = importlib.import_module(f'pettingllms_nb.envs.stateful.{part}')
+        assert sorted(names) == sorted(module.__all__), part
+        assert all(getattr(pkg, n) is getattr(module, n) for n in names), part
+    before = ['AGENT_CLASSES', 'ALIASES', 'COMPACT_TAGS', 'GAMES', 'Game', 'GameAgent', 'IGNORED_PARAMS', 'INFRA_VERDICTS',
+              'MAX_CODE_CHARS', 'OK_VERDICTS', 'PARAM_ALIASES', 'PLAN_INTRO', 'PLAN_REWARDS', 'PROMPT_STYLES', 'PlanAgent',
+              'ROLES', 'SINGLE_INTRO', 'STATE_LABEL', 'StatefulEnv', 'StatefulSingleAgent', 'StatefulState', 'TOOL_INTRO',
+              'TOOL_MARKER', 'TOOL_REWARDS', 'ToolCallAgent', 'compact_action', 'compact_program', 'compact_prompt',
+              'default_worker', 'demonstration', 'describe_task', 'game_from_prompt', 'oracle_policy', 'oracle_response',
+              'play', 'prompt_style_of', 'random_policy', 'random_response', 'respond', 'sft_pairs', 'tool_program',
+              'try_action', 'verdict_ok']
+    assert all(hasattr(pkg, n) for n in before)
+    from pettingllms_nb.widgets import render
+    from pettingllms_nb.envs.stateful.games import plan_path, sudoku, sokoban
+    assert (render.plan_path_svg, render.sudoku_svg, render.sokoban_svg) == (plan_path.plan_path_svg, sudoku.sudoku_svg,
+                                                                             sokoban.sokoban_svg)
+    with pytest.raises(AttributeError): render.chess_svg
+
+
+def test_no_log_and_no_method_names_in_any_all():
+    import importlib, inspect
+    from pettingllms_nb.envs.stateful.__init__ import _PARTS
+    mods = [importlib.import_module(f'pettingllms_nb.envs.stateful.{m}') for m in [*_PARTS, 'games.plan_path', 'games.sudoku',
+                                                                                 'games.sokoban']]
+    classes = [c for m in mods for c in vars(m).values() if inspect.isclass(c) and c.__module__ == m.__name__]
+    methods = {n for c in classes for n, v in vars(c).items() if callable(v) or isinstance(v, property)} - {c.__name__ for c in classes}
+    for m in mods:
+        assert 'log' not in m.__all__ and not set(m.__all__) & methods, (m.__name__, set(m.__all__) & methods)
+        assert not any(hasattr(m, n) for n in ('board_html',)), m.__name__      # one drawing per game: the SVG
+
+
+def test_each_game_draws_one_picture():
+    from pettingllms_nb.widgets.render import board_svg, render_state
+    for bench, mark in (('plan_path', 'walker'), ('sudoku', 'clue'), ('sokoban', 'player')):
+        g = StatefulEnv(bench).reset(2).game
+        assert board_svg(g) in g._repr_html_() and f"class='{mark}'" in board_svg(g)
+        assert render_state(g) == g._repr_html_() and 'pllm-kv' not in g._repr_html_()   # the picture, not a field table
+        assert str(getattr(g, 'solution', 'no solution field')) not in g._repr_html_()
+
+
+def test_builtins_register_everything_in_a_fresh_interpreter():
+    "Registry.load imports what BUILTINS names: the env, its agents and its scripted policies, nothing imported first."
+    import subprocess, sys
+    code = ("import json\nfrom pettingllms_nb.core.registry import registry\n"
+            "print(json.dumps([registry.get('env', 'stateful_env').__module__, registry.agents_for('stateful_env'),\n"
+            "      registry.scripted('stateful_env', 'oracle').__module__, registry.scripted('stateful_env', 'random').__name__]))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, check=True).stdout
+    env_module, agents, oracle_module, random_name = json.loads(out)
+    assert (env_module, oracle_module, random_name) == ('pettingllms_nb.envs.stateful.env', 'pettingllms_nb.envs.stateful.oracle',
+                                                        'random_policy')
+    assert set(AGENTS) <= set(agents)

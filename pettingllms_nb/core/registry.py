@@ -81,9 +81,11 @@ BUILTINS = {
     'pettingllms_nb.envs.toy.env': (None, [('env', 'toy_relay')]),
     'pettingllms_nb.envs.toy.agents': (None, [('agent', 'scout'), ('agent', 'runner')]),
     'pettingllms_nb.envs.toy.oracle': (None, [('scripted', 'toy_relay.oracle'), ('scripted', 'toy_relay.random')]),
-    'pettingllms_nb.sandbox': (None, [('worker', 'sandbox')]),
-    'pettingllms_nb.envs.stateful.env': (None, [('env', 'stateful_env'), ('agent', 'plan_agent'), ('agent', 'tool_call_agent'),
-                                                ('agent', 'stateful_single_agent')]),
+    'pettingllms_nb.sandbox.pool': (None, [('worker', 'sandbox')]),
+    'pettingllms_nb.envs.stateful.env': (None, [('env', 'stateful_env')]),
+    'pettingllms_nb.envs.stateful.agents': (None, [('agent', 'plan_agent'), ('agent', 'tool_call_agent'),
+                                                   ('agent', 'stateful_single_agent')]),
+    'pettingllms_nb.envs.stateful.oracle': (None, [('scripted', 'stateful_env.oracle'), ('scripted', 'stateful_env.random')]),
     'pettingllms_nb.models.hf': ('train', [('policy', 'hf')]),
     'pettingllms_nb.models.openai': ('openai', [('policy', 'openai')]),
     'pettingllms_nb.models.vllm': ('vllm', [('policy', 'vllm')]),
@@ -91,6 +93,12 @@ BUILTINS = {
                                               ('agent', 'math_single_agent')]),
     'pettingllms_nb.envs.code.env': (None, [('env', 'code_env'), ('agent', 'code_generator'), ('agent', 'test_generator'),
                                             ('agent', 'code_single_agent')]),
+    'pettingllms_nb.envs.search.retrieval': (None, [('worker', 'fts5_retriever'), ('worker', 'http_retriever'),
+                                                    ('worker', 'scan_retriever')]),   # bm25s_retriever: the [search] extra
+    'pettingllms_nb.envs.search.agents': (None, [('env', 'search_env'), ('agent', 'reasoning_agent'), ('agent', 'web_search_agent'),
+                                                 ('agent', 'search_single_agent')]),
+    'pettingllms_nb.envs.search.oracle': (None, [('scripted', 'search_env.oracle'), ('scripted', 'search_env.random'),
+                                                 ('scripted', 'search_env.no_retrieval')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 

@@ -1,4 +1,4 @@
-"""Pure functions that turn states, diffs and trace steps into HTML strings (SVG boards for Plan-Path, Sudoku and Sokoban; maths and code states with verdict badges), escaping everything a model wrote.
+"""Pure functions that turn states, diffs and trace steps into HTML strings (the SVG primitives games draw their boards with; maths and code states with verdict badges), escaping everything a model wrote.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/widgets/render.html.md"""
 
@@ -6,14 +6,14 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/widgets/render.html.md"""
 
 # %% ../../nbs/widgets/60_render.ipynb #85bbdaca
 from __future__ import annotations
-import html, json
+import html, importlib, json
 from typing import Any
 
 # %% auto #0
-__all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'esc', 'plan_path_svg', 'sudoku_svg', 'sokoban_svg', 'as_dict', 'kv_table',
-           'register_card', 'register_board', 'state_class', 'board_svg', 'badge', 'verdict_badge', 'flag_badge',
-           'rate', 'math_html', 'code_html', 'render_state', 'show_html', 'flatten', 'changed', 'render_diff',
-           'render_prompt', 'render_completion', 'render_action', 'render_reward', 'render_step_card', 'render_phase']
+__all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'esc', 'as_dict', 'kv_table', 'register_card', 'register_board', 'state_class',
+           'board_svg', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'math_html', 'code_html', 'render_state',
+           'show_html', 'flatten', 'changed', 'render_diff', 'render_prompt', 'render_completion', 'render_action',
+           'render_reward', 'render_step_card', 'render_phase']
 
 # %% ../../nbs/widgets/60_render.ipynb #d113efc3
 PHASES = ('update_from_env', 'generate', 'update_from_model', 'step', 'reward')  # one interaction cycle of one agent
@@ -47,47 +47,15 @@ def _disc(r, c, fill, cls, rad=0.32, stroke='none') -> str:
     return (f"<circle class='{cls}' cx='{c * CELL + CELL / 2}' cy='{r * CELL + CELL / 2}' r='{CELL * rad:.1f}' "
             f"fill='{fill}' stroke='{stroke}' stroke-width='2'/>")
 
-# %% ../../nbs/widgets/60_render.ipynb #6fd21d0a
-def plan_path_svg(g:dict) -> str:
-    "Plan-Path: walls, the goal and the walker's current position."
-    grid, pos, goal = g.get('grid', []), list(g.get('pos', [0, 0])), list(g.get('goal', [0, 0]))
-    h, w = len(grid), max((len(r) for r in grid), default=0)
-    body = [_rect(r, c, '#444' if ch == '#' else '#fff', 'wall' if ch == '#' else 'cell') for r, row in enumerate(grid) for c, ch in enumerate(row)]
-    body += [_rect(*goal, '#a6e3a1', 'goal'), _text(*goal, 'G', '#175', 'bold')]
-    body += [_disc(*pos, '#1e66f5', 'walker')]
-    cap = f"pos {pos} → goal {goal}, {g.get('steps', 0)} moves ({g.get('invalid_moves', 0)} invalid)" + (', solved' if pos == goal else '')
-    return _svg(h, w, ''.join(body), 'plan_path', cap)
+# %% ../../nbs/widgets/60_render.ipynb #9ea92ec9
+_MOVED = {'plan_path_svg': 'pettingllms_nb.envs.stateful.games.plan_path',
+          'sudoku_svg': 'pettingllms_nb.envs.stateful.games.sudoku',
+          'sokoban_svg': 'pettingllms_nb.envs.stateful.games.sokoban'}   # each game now draws itself, in its own module
 
-def sudoku_svg(g:dict) -> str:
-    "Sudoku: clues (grey, bold) distinct from filled cells (blue; red when they contradict the solution)."
-    grid, puzzle, sol = g.get('grid', []), g.get('puzzle', []), g.get('solution') or []
-    n = len(grid); b = int(round(n ** 0.5)) or 1
-    body = []
-    for r in range(n):
-        for c in range(n):
-            v, clue = grid[r][c], bool(puzzle and puzzle[r][c])
-            if clue: body += [_rect(r, c, '#ddd', 'clue'), _text(r, c, v, '#000', 'bold', 'clue')]
-            elif v:
-                bad = bool(sol) and v != sol[r][c]
-                body += [_rect(r, c, '#fde2e2' if bad else '#dce8fd', 'filled'), _text(r, c, v, '#c00' if bad else '#1e66f5', 'normal', 'filled')]
-            else: body.append(_rect(r, c, '#fff', 'empty'))
-    for k in range(0, n + 1, b):  # box borders
-        body.append(f"<line x1='0' y1='{k * CELL}' x2='{n * CELL}' y2='{k * CELL}' stroke='#000' stroke-width='2'/>")
-        body.append(f"<line x1='{k * CELL}' y1='0' x2='{k * CELL}' y2='{n * CELL}' stroke='#000' stroke-width='2'/>")
-    empty = sum(1 for row in grid for v in row if not v)
-    return _svg(n, n, ''.join(body), 'sudoku', f"{n}x{n}, {empty} empty, {g.get('steps', 0)} actions ({g.get('invalid_moves', 0)} invalid)")
-
-def sokoban_svg(g:dict) -> str:
-    "Sokoban: walls, goals (rings), boxes (gold; green on a goal) and the player."
-    h, w = g.get('height', 0), g.get('width', 0)
-    walls, goals, boxes = ({tuple(x) for x in g.get(k, [])} for k in ('walls', 'goals', 'boxes'))
-    body = [_rect(r, c, '#444' if (r, c) in walls else '#f4efe6', 'wall' if (r, c) in walls else 'cell') for r in range(h) for c in range(w)]
-    body += [_disc(r, c, 'none', 'goal', 0.36, '#2a2') for r, c in goals]
-    body += [f"<rect class='box' x='{c * CELL + 4}' y='{r * CELL + 4}' width='{CELL - 8}' height='{CELL - 8}' "
-             f"fill='{'#4c4' if (r, c) in goals else '#d9a400'}' stroke='#333'/>" for r, c in boxes]
-    body.append(_disc(*g.get('player', [0, 0]), '#1e66f5', 'player', 0.3))
-    on = len(boxes & goals)
-    return _svg(h, w, ''.join(body), 'sokoban', f"{on}/{len(boxes)} boxes on goals, {g.get('steps', 0)} moves ({g.get('invalid_moves', 0)} invalid)")
+def __getattr__(name):
+    "The game boards that used to live here, from the games that now own them (imported on first use)."
+    if name in _MOVED: return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../../nbs/widgets/60_render.ipynb #d964ac15
 def as_dict(state) -> dict:

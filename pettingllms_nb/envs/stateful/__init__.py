@@ -7,14 +7,21 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/index.html.m
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/stateful/index.ipynb #7551795b
+# %% ../../../nbs/envs/stateful/index.ipynb #35feef07
 from ...core.registry import lazy_exports
 
-_PARTS = {'env': ['AGENT_CLASSES', 'ALIASES', 'COMPACT_TAGS', 'GAMES', 'Game', 'GameAgent', 'IGNORED_PARAMS',
-                  'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'OK_VERDICTS', 'PARAM_ALIASES', 'PLAN_INTRO', 'PLAN_REWARDS',
-                  'PROMPT_STYLES', 'PlanAgent', 'ROLES', 'SINGLE_INTRO', 'STATE_LABEL', 'StatefulEnv', 'StatefulSingleAgent',
-                  'StatefulState', 'TOOL_INTRO', 'TOOL_MARKER', 'TOOL_REWARDS', 'ToolCallAgent', 'compact_action',
-                  'compact_program', 'compact_prompt', 'default_worker', 'demonstration', 'describe_task', 'game_from_prompt',
-                  'oracle_policy', 'oracle_response', 'play', 'prompt_style_of', 'random_policy', 'random_response', 'respond',
-                  'sft_pairs', 'tool_program', 'try_action', 'verdict_ok']}
+_PARTS = {
+    'state': ['ALIASES', 'GAMES', 'Game', 'IGNORED_PARAMS', 'PARAM_ALIASES', 'StatefulState', 'game_of', 'play',
+              'try_action'],
+    'render': ['stateful_board', 'stateful_card'],
+    'prompts': ['COMPACT_TAGS', 'PLAN_INTRO', 'PROMPT_STYLES', 'SINGLE_INTRO', 'STATE_LABEL', 'TOOL_INTRO',
+                'TOOL_MARKER', 'compact_action', 'compact_prompt', 'describe_task', 'plan_prompt', 'single_prompt',
+                'tool_prompt'],
+    'env': ['StatefulEnv'],
+    'agents': ['AGENT_CLASSES', 'GameAgent', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'OK_VERDICTS', 'PLAN_REWARDS',
+               'PlanAgent', 'ROLES', 'StatefulSingleAgent', 'TOOL_REWARDS', 'ToolCallAgent', 'compact_program',
+               'default_worker', 'verdict_ok'],
+    'oracle': ['demonstration', 'game_from_prompt', 'oracle_action', 'oracle_policy', 'oracle_response',
+               'prompt_style_of', 'random_policy', 'random_response', 'respond', 'sft_pairs', 'tool_program'],
+}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.stateful', _PARTS)

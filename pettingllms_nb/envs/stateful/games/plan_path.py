@@ -6,13 +6,16 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/plan_path.ht
 
 # %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #9199d9ab
 from __future__ import annotations
-import html, random
+import random
 from collections import deque
 from dataclasses import dataclass, field
+from fastcore.basics import patch
 from ....core.state import EnvState
+from ....widgets.render import register_board, register_card, _svg, _rect, _text, _disc
 
 # %% auto #0
-__all__ = ['MOVES', 'bfs_distances', 'bfs_moves', 'board_html', 'PlanPathState', 'generate_plan_path', 'solve_plan_path']
+__all__ = ['MOVES', 'MOVES_TEXT', 'bfs_distances', 'bfs_moves', 'PlanPathState', 'plan_path_svg', 'generate_plan_path',
+           'solve_plan_path']
 
 # %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #5e1679f6
 MOVES = {'U': (-1, 0), 'D': (1, 0), 'L': (0, -1), 'R': (0, 1)}  # (d_row, d_col); row 0 is the top row
@@ -51,15 +54,6 @@ def bfs_moves(grid:list, src, dst) -> list[str]|None:
         path.append(m)
     return path[::-1]
 
-# %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #10c3bdd1
-def board_html(cells:list, caption:str="") -> str:
-    "A small HTML table for a board: `cells[r][c] = (text, css background)`; everything is escaped."
-    td = "<td style='width:1.6em;height:1.6em;text-align:center;border:1px solid #bbb;background:{bg}'>{t}</td>"
-    body = ''.join("<tr>" + ''.join(td.format(bg=html.escape(str(bg), quote=True), t=html.escape(str(t))) for t, bg in row) + "</tr>"
-                   for row in cells)
-    cap = f"<caption style='caption-side:bottom;text-align:left'>{html.escape(caption)}</caption>" if caption else ''
-    return f"<table style='border-collapse:collapse;font-family:monospace'>{cap}{body}</table>"
-
 # %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #5c19ba3d
 @dataclass
 class PlanPathState(EnvState):
@@ -77,11 +71,14 @@ class PlanPathState(EnvState):
         self.grid = [r if isinstance(r, str) else ''.join(map(str, r)) for r in self.grid]
         self.start, self.goal, self.pos = list(self.start), list(self.goal), list(self.pos)
         bad = sorted({ch for row in self.grid for ch in row} - {'#', '.'})
-        if bad: raise ValueError(f"PlanPathState.grid: unexpected character(s) {bad}; expected '#' (wall) and '.' (free)")
-        if len({len(r) for r in self.grid}) > 1: raise ValueError("PlanPathState.grid: rows must all have the same length")
+        if bad:
+            raise ValueError(f"PlanPathState.grid: unexpected character(s) {bad}; expected '#' (wall) and '.' (free)")
+        if len({len(r) for r in self.grid}) > 1:
+            raise ValueError("PlanPathState.grid: rows must all have the same length")
         for name in ('start', 'goal', 'pos'):
             if self.grid and not _free(self.grid, *getattr(self, name)):
-                raise ValueError(f"PlanPathState.{name}={getattr(self, name)} is a wall or off the {len(self.grid)}x{len(self.grid[0])} grid")
+                raise ValueError(f"PlanPathState.{name}={getattr(self, name)} is a wall or off the "
+                                 f"{len(self.grid)}x{len(self.grid[0])} grid")
         if self.grid and not self.shortest_path_len and self.start != self.goal:
             self.shortest_path_len = len(bfs_moves(self.grid, self.start, self.goal) or [])
 
@@ -93,7 +90,8 @@ class PlanPathState(EnvState):
     def solved(self) -> bool: return self.pos == self.goal
 
 # %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #94715500
-def _apply(self:PlanPathState, moves) -> dict:
+@patch
+def apply(self:PlanPathState, moves) -> dict:
     "Walk `moves` from the current cell; returns what happened to each (`ok`, `wall`, `edge`, `unknown`, `ignored`)."
     if isinstance(moves, str): moves = list(moves)
     out = {'valid': 0, 'invalid': 0, 'ignored': 0, 'outcomes': []}
@@ -116,42 +114,48 @@ def _apply(self:PlanPathState, moves) -> dict:
     self.invalid_moves += out['invalid']
     return {**out, 'pos': list(self.pos), 'solved': self.solved}
 
-PlanPathState.apply = _apply
-
 # %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #713f5163
-def _distance(self:PlanPathState) -> int|None:
+@patch
+def distance(self:PlanPathState) -> int|None:
     "BFS distance from the current cell to the goal (None if unreachable)."
     return bfs_distances(self.grid, self.pos).get(tuple(self.goal))
 
-def _progress(self:PlanPathState) -> float:
+@patch(as_prop=True)
+def progress(self:PlanPathState) -> float:
     "Fraction of the start-to-goal distance covered: 0 at the start, 1 at the goal."
     if self.solved: return 1.0
     d = self.distance()
     if d is None or not self.shortest_path_len: return 0.0
     return max(0.0, min(1.0, 1 - d / self.shortest_path_len))
 
-PlanPathState.distance, PlanPathState.progress = _distance, property(_progress)
-
 # %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #cead8205
-def _render(self:PlanPathState) -> str:
+@patch
+def render(self:PlanPathState) -> str:
     "The board as text: '#' wall, '.' free, 'G' goal, '@' the walker's current cell."
     rows = [list(r) for r in self.grid]
     rows[self.goal[0]][self.goal[1]] = 'G'
     rows[self.pos[0]][self.pos[1]] = '@'
     return '\n'.join(''.join(r) for r in rows)
 
-def _plan_path_html(self:PlanPathState) -> str:
-    def cell(r, c):
-        if [r, c] == self.pos: return ('@', '#9ecbff')
-        if [r, c] == self.goal: return ('G', '#a6e3a1')
-        if self.grid[r][c] == '#': return ('#', '#555')
-        return ('s' if [r, c] == self.start else '', '#f4f4f4' if [r, c] == self.start else '#fff')
-    cap = (f"at {tuple(self.pos)}, goal {tuple(self.goal)}, {self.steps} moves ({self.invalid_moves} invalid), "
-           f"shortest {self.shortest_path_len}{', solved' if self.solved else ''}")
-    return board_html([[cell(r, c) for c in range(self.width)] for r in range(self.height)], cap)
+@patch
+def compact(self:PlanPathState) -> str:
+    "The board of the compact prompts: already one character per cell, so `render()` itself."
+    return self.render()
 
-PlanPathState.render, PlanPathState._repr_html_ = _render, _plan_path_html
-PlanPathState.compact = _render   # already one character per cell, no decoration
+# %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #06a26f7a
+@register_card(PlanPathState)
+@register_board(PlanPathState)
+def plan_path_svg(g:dict, highlight=()) -> str:
+    "Plan-Path: walls, the goal and the walker's current position."
+    grid, pos, goal = g.get('grid', []), list(g.get('pos', [0, 0])), list(g.get('goal', [0, 0]))
+    h, w = len(grid), max((len(r) for r in grid), default=0)
+    body = [_rect(r, c, '#444' if ch == '#' else '#fff', 'wall' if ch == '#' else 'cell')
+            for r, row in enumerate(grid) for c, ch in enumerate(row)]
+    body += [_rect(*goal, '#a6e3a1', 'goal'), _text(*goal, 'G', '#175', 'bold')]
+    body += [_disc(*pos, '#1e66f5', 'walker')]
+    cap = (f"pos {pos} → goal {goal}, {g.get('steps', 0)} moves ({g.get('invalid_moves', 0)} invalid)"
+           + (', solved' if pos == goal else ''))
+    return _svg(h, w, ''.join(body), 'plan_path', cap)
 
 # %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #451c4df0
 def _check_plan_path(size, wall_density, min_distance):
@@ -160,7 +164,8 @@ def _check_plan_path(size, wall_density, min_distance):
     if not isinstance(wall_density, (int, float)) or not 0 <= wall_density < 1:
         raise ValueError(f"plan_path wall_density={wall_density!r}; expected a number in [0, 1)")
     if not isinstance(min_distance, int) or not 1 <= min_distance <= 2 * (size - 1):
-        raise ValueError(f"plan_path min_distance={min_distance!r}; expected an integer in [1, {2 * (size - 1)}] for size {size}")
+        raise ValueError(f"plan_path min_distance={min_distance!r}; expected an integer in [1, {2 * (size - 1)}] "
+                         f"for size {size}")
 
 def generate_plan_path(rng:random.Random, size:int=8, wall_density:float=0.22, min_distance:int=2,
                        max_tries:int=1000) -> PlanPathState:
@@ -175,10 +180,25 @@ def generate_plan_path(rng:random.Random, size:int=8, wall_density:float=0.22, m
         goals = [p for p, d in dist.items() if d >= min_distance]
         if not goals: continue
         goal = rng.choice(goals)
-        return PlanPathState(grid=grid, start=list(start), goal=list(goal), pos=list(start), shortest_path_len=dist[goal])
+        return PlanPathState(grid=grid, start=list(start), goal=list(goal), pos=list(start),
+                             shortest_path_len=dist[goal])
     raise ValueError(f"plan_path: no solvable grid in {max_tries} tries with size={size}, wall_density={wall_density}, "
                      f"min_distance={min_distance}; lower wall_density or min_distance")
 
 def solve_plan_path(state:PlanPathState) -> list[str]|None:
     "The oracle: a shortest move list from the CURRENT cell to the goal (None if unreachable)."
     return bfs_moves(state.grid, state.pos, state.goal)
+
+# %% ../../../../nbs/envs/stateful/20_plan_path.ipynb #75bb7242
+MOVES_TEXT = ("Moves: U (row - 1), D (row + 1), L (col - 1), R (col + 1). Rows count from 0 at the top, "
+              "columns from 0 at the left.")
+
+@patch
+def describe(self:PlanPathState) -> str:
+    "The task as a prompt states it: the rules, the CURRENT board and position, the moves so far."
+    return (f"Plan-Path: walk from your current cell to the goal on a {self.height}x{self.width} grid.\n"
+            "Legend: '#' wall, '.' free cell, '@' you (your CURRENT position), 'G' goal.\n"
+            f"Current board:\n```\n{self.render()}\n```\n"
+            f"Current position: {tuple(self.pos)} (row, col). Goal: {tuple(self.goal)}. "
+            f"Moves made so far: {self.steps} ({self.invalid_moves} invalid).\n"
+            f"{MOVES_TEXT} A move into a wall or off the grid is invalid and leaves you where you are.\n")

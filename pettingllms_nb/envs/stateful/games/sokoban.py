@@ -9,13 +9,15 @@ from __future__ import annotations
 import logging, random
 from collections import deque
 from dataclasses import dataclass, field
+from fastcore.basics import patch
 from ....core.state import EnvState
-from .plan_path import MOVES, board_html
+from ....widgets.render import register_board, register_card, CELL, _svg, _rect, _disc
+from .plan_path import MOVES, MOVES_TEXT
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'SYMBOLS', 'SokobanState', 'dead_squares', 'solve_sokoban', 'generate_sokoban']
+__all__ = ['SYMBOLS', 'SokobanState', 'sokoban_svg', 'dead_squares', 'solve_sokoban', 'generate_sokoban']
 
 # %% ../../../../nbs/envs/stateful/22_sokoban.ipynb #06415ac7
 @dataclass
@@ -31,14 +33,15 @@ class SokobanState(EnvState):
     invalid_moves: int = 0                       # into a wall, or pushing a box into a wall/box
     steps: int = 0                               # moves tried; the episode fails when it reaches max_steps unsolved
     max_steps: int = 50                          # the move cap
-    optimal_len: int = 0                         # the solver's shortest solution from the initial position (0 = unknown)
+    optimal_len: int = 0                         # the solver's shortest solution from the start (0 = unknown)
     initial_distance: int = 0                    # sum of box-to-nearest-goal distances at the start (progress shaping)
 
     def __post_init__(self):
         self.walls, self.goals = sorted(map(list, self.walls)), sorted(map(list, self.goals))
         self.boxes, self.player = sorted(map(list, self.boxes)), list(self.player)
         if len(self.boxes) != len(self.goals):
-            raise ValueError(f"SokobanState: {len(self.boxes)} boxes but {len(self.goals)} goals; expected as many of each")
+            raise ValueError(f"SokobanState: {len(self.boxes)} boxes but {len(self.goals)} goals; "
+                             "expected as many of each")
         if not isinstance(self.max_steps, int) or self.max_steps < 1:
             raise ValueError(f"SokobanState.max_steps={self.max_steps!r}; expected an integer >= 1")
         if not self.initial_distance: self.initial_distance = self.box_distance
@@ -54,7 +57,8 @@ class SokobanState(EnvState):
     @property
     def box_distance(self) -> int:
         "Sum over boxes of the Manhattan distance to the nearest goal (0 iff solved)."
-        return sum(min(abs(b[0] - g[0]) + abs(b[1] - g[1]) for g in self.goals) for b in self.boxes) if self.goals else 0
+        if not self.goals: return 0
+        return sum(min(abs(b[0] - g[0]) + abs(b[1] - g[1]) for g in self.goals) for b in self.boxes)
     @property
     def progress(self) -> float:
         "1 − box_distance / initial_distance, clipped to [0, 1]: 1 exactly when solved."
@@ -62,6 +66,7 @@ class SokobanState(EnvState):
         return max(0.0, min(1.0, 1 - self.box_distance / self.initial_distance)) if self.initial_distance else 0.0
 
 # %% ../../../../nbs/envs/stateful/22_sokoban.ipynb #66ec2b7c
+@patch
 def _step(self:SokobanState, m:str) -> str:
     d = MOVES.get(m)
     if d is None: return 'unknown'
@@ -78,7 +83,8 @@ def _step(self:SokobanState, m:str) -> str:
     self.player = list(nxt)
     return 'ok'
 
-def _apply(self:SokobanState, moves) -> dict:
+@patch
+def apply(self:SokobanState, moves) -> dict:
     "Play `moves`; returns what happened to each (`ok`, `push`, `wall`, `blocked`, `unknown`, `ignored`)."
     if isinstance(moves, str): moves = list(moves)
     out = {'valid': 0, 'invalid': 0, 'ignored': 0, 'pushes': 0, 'outcomes': []}
@@ -97,12 +103,11 @@ def _apply(self:SokobanState, moves) -> dict:
     self.invalid_moves += out['invalid']
     return {**out, 'boxes_on_goals': self.boxes_on_goals, 'solved': self.solved, 'capped': self.capped}
 
-SokobanState._step, SokobanState.apply = _step, _apply
-
 # %% ../../../../nbs/envs/stateful/22_sokoban.ipynb #83e17853
 SYMBOLS = {'wall': '#', 'floor': '_', 'goal': '.', 'box': '$', 'box_on_goal': '*', 'player': '@', 'player_on_goal': '+'}
 
-def _render(self:SokobanState) -> str:
+@patch
+def render(self:SokobanState) -> str:
     "The level as text (see `SYMBOLS`)."
     walls, goals, boxes = ({tuple(p) for p in ps} for ps in (self.walls, self.goals, self.boxes))
     def ch(p):
@@ -112,17 +117,27 @@ def _render(self:SokobanState) -> str:
         return '.' if p in goals else '_'
     return '\n'.join(''.join(ch((r, c)) for c in range(self.width)) for r in range(self.height))
 
-_COLOURS = {'#': '#555', '_': '#fff', '.': '#a6e3a1', '$': '#e0b878', '*': '#7cc47c', '@': '#9ecbff', '+': '#9ecbff'}
+@patch
+def compact(self:SokobanState) -> str:
+    "The board of the compact prompts: already one character per cell, so `render()` itself."
+    return self.render()
 
-def _sokoban_html(self:SokobanState) -> str:
-    rows = self.render().splitlines()
-    state = 'solved' if self.solved else ('move cap reached: failed' if self.capped else 'in play')
-    cap = (f"{self.boxes_on_goals}/{len(self.boxes)} boxes on goals, {self.steps}/{self.max_steps} moves "
-           f"({self.invalid_moves} invalid), optimal {self.optimal_len or '?'}; {state}")
-    return board_html([[('' if ch in '#_' else ch, _COLOURS[ch]) for ch in row] for row in rows], cap)
-
-SokobanState.render, SokobanState._repr_html_ = _render, _sokoban_html
-SokobanState.compact = _render   # already one character per cell
+# %% ../../../../nbs/envs/stateful/22_sokoban.ipynb #b2ad0807
+@register_card(SokobanState)
+@register_board(SokobanState)
+def sokoban_svg(g:dict, highlight=()) -> str:
+    "Sokoban: walls, goals (rings), boxes (gold; green on a goal) and the player."
+    h, w = g.get('height', 0), g.get('width', 0)
+    walls, goals, boxes = ({tuple(x) for x in g.get(k, [])} for k in ('walls', 'goals', 'boxes'))
+    body = [_rect(r, c, '#444' if (r, c) in walls else '#f4efe6', 'wall' if (r, c) in walls else 'cell')
+            for r in range(h) for c in range(w)]
+    body += [_disc(r, c, 'none', 'goal', 0.36, '#2a2') for r, c in goals]
+    body += [f"<rect class='box' x='{c * CELL + 4}' y='{r * CELL + 4}' width='{CELL - 8}' height='{CELL - 8}' "
+             f"fill='{'#4c4' if (r, c) in goals else '#d9a400'}' stroke='#333'/>" for r, c in boxes]
+    body.append(_disc(*g.get('player', [0, 0]), '#1e66f5', 'player', 0.3))
+    on = len(boxes & goals)
+    cap = f"{on}/{len(boxes)} boxes on goals, {g.get('steps', 0)} moves ({g.get('invalid_moves', 0)} invalid)"
+    return _svg(h, w, ''.join(body), 'sokoban', cap)
 
 # %% ../../../../nbs/envs/stateful/22_sokoban.ipynb #a9c12f0d
 def _grid_graph(state:SokobanState):
@@ -155,12 +170,11 @@ def dead_squares(state:SokobanState) -> set:
                 q.append(x)
     return {divmod(i, w) for i in floor if i not in live}
 
-def _deadlocked(self:SokobanState) -> bool:
+@patch(as_prop=True)
+def deadlocked(self:SokobanState) -> bool:
     "A box off the goals sits on a dead square: the level can no longer be solved."
     dead = dead_squares(self)
     return any(tuple(b) in dead and b not in self.goals for b in self.boxes)
-
-SokobanState.deadlocked = property(_deadlocked)
 
 # %% ../../../../nbs/envs/stateful/22_sokoban.ipynb #b139fa2b
 def solve_sokoban(state:SokobanState, max_states:int=200_000) -> list[str]|None:
@@ -193,7 +207,7 @@ def solve_sokoban(state:SokobanState, max_states:int=200_000) -> list[str]|None:
                     path.append(mv)
                 return path[::-1]
             if len(prev) > max_states:
-                log.info("solve_sokoban: gave up after %d states", max_states)
+                _log.info("solve_sokoban: gave up after %d states", max_states)
                 return None
             q.append(nxt)
     return None
@@ -203,8 +217,10 @@ def _check_sokoban(size, num_boxes, max_steps, wall_density, min_moves):
     if not isinstance(size, int) or isinstance(size, bool) or not 5 <= size <= 10:
         raise ValueError(f"sokoban size={size!r}; expected an integer in [5, 10]")
     if not isinstance(num_boxes, int) or not 1 <= num_boxes <= (size - 2) ** 2 // 4:
-        raise ValueError(f"sokoban num_boxes={num_boxes!r}; expected an integer in [1, {(size - 2) ** 2 // 4}] for size {size}")
-    if not isinstance(max_steps, int) or max_steps < 1: raise ValueError(f"sokoban max_steps={max_steps!r}; expected an integer >= 1")
+        raise ValueError(f"sokoban num_boxes={num_boxes!r}; expected an integer in [1, {(size - 2) ** 2 // 4}] "
+                         f"for size {size}")
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"sokoban max_steps={max_steps!r}; expected an integer >= 1")
     if not isinstance(wall_density, (int, float)) or not 0 <= wall_density <= 0.5:
         raise ValueError(f"sokoban wall_density={wall_density!r}; expected a number in [0, 0.5]")
     if not isinstance(min_moves, int) or not 1 <= min_moves <= max_steps:
@@ -227,10 +243,26 @@ def generate_sokoban(rng:random.Random, size:int=6, num_boxes:int=1, max_steps:i
         if len(spots) < num_boxes: continue
         boxes = rng.sample(spots, num_boxes)
         player = rng.choice([p for p in floor if p not in boxes])
-        level = SokobanState(height=size, width=size, walls=walls, goals=goals, boxes=boxes, player=player, max_steps=max_steps)
+        level = SokobanState(height=size, width=size, walls=walls, goals=goals, boxes=boxes, player=player,
+                             max_steps=max_steps)
         plan = solve_sokoban(level)
         if plan is not None and min_moves <= len(plan) <= max_steps:
             level.optimal_len = len(plan)
             return level
     raise ValueError(f"sokoban: no solvable level in {max_tries} tries with size={size}, num_boxes={num_boxes}, "
                      f"max_steps={max_steps}, wall_density={wall_density}, min_moves={min_moves}; loosen them")
+
+# %% ../../../../nbs/envs/stateful/22_sokoban.ipynb #45daaff3
+@patch
+def describe(self:SokobanState) -> str:
+    "The task as a prompt states it: the rules, the CURRENT board, positions and the moves used of the cap."
+    boxes, goals = [tuple(b) for b in self.boxes], [tuple(x) for x in self.goals]
+    return ("Sokoban: push every box onto a goal.\n"
+            "Legend: '#' wall, '_' floor, '.' goal, '$' box, '*' box on a goal, '@' you, '+' you on a goal.\n"
+            f"Current board:\n```\n{self.render()}\n```\n"
+            f"You are at {tuple(self.player)} (row, col). Boxes: {boxes}. Goals: {goals}. "
+            f"Boxes on goals: {self.boxes_on_goals}/{len(self.boxes)}.\n"
+            f"Moves used: {self.steps} of {self.max_steps}; the episode FAILS if the cap is reached before every box "
+            "is on a goal.\n"
+            f"{MOVES_TEXT} Walking into a box pushes it one cell if the cell behind it is floor or a goal "
+            "(not a wall or another box); boxes cannot be pulled. A blocked move still uses up a move.\n")

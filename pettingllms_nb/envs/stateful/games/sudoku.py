@@ -8,13 +8,14 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/sudoku.html.
 from __future__ import annotations
 import random
 from dataclasses import dataclass, field
+from fastcore.basics import patch
 from ....core.state import EnvState
 from ....core.parsing import FormatError, parse_literal
-from .plan_path import board_html
+from ....widgets.render import register_board, register_card, CELL, _svg, _rect, _text
 
 # %% auto #0
 __all__ = ['SIZES', 'box_side', 'random_solution', 'is_valid_grid', 'count_solutions', 'solve_grid', 'SudokuState',
-           'generate_sudoku', 'solve_sudoku', 'parse_sudoku']
+           'generate_sudoku', 'solve_sudoku', 'parse_sudoku', 'sudoku_svg']
 
 # %% ../../../../nbs/envs/stateful/21_sudoku.ipynb #e100d04e
 SIZES = {4: 2, 9: 3}  # grid side -> box side
@@ -40,7 +41,8 @@ def is_valid_grid(grid:list, allow_empty:bool=False) -> bool:
     if n not in SIZES or any(len(row) != n for row in grid): return False
     b = SIZES[n]
     units = ([[(r, c) for c in range(n)] for r in range(n)] + [[(r, c) for r in range(n)] for c in range(n)]
-             + [[(br + i, bc + j) for i in range(b) for j in range(b)] for br in range(0, n, b) for bc in range(0, n, b)])
+             + [[(br + i, bc + j) for i in range(b) for j in range(b)]
+                for br in range(0, n, b) for bc in range(0, n, b)])
     for unit in units:
         vals = [grid[r][c] for r, c in unit]
         if any(v not in range(0 if allow_empty else 1, n + 1) for v in vals): return False
@@ -62,7 +64,9 @@ def _search(grid:list, limit:int, found:list|None=None) -> int:
                 continue
             bit = 1 << v
             if (rows[r] | cols[c] | boxes[k]) & bit: return 0  # the clues already clash
-            rows[r] |= bit; cols[c] |= bit; boxes[k] |= bit
+            rows[r] |= bit
+            cols[c] |= bit
+            boxes[k] |= bit
     full, g, count = ((1 << (n + 1)) - 1) ^ 1, [row[:] for row in grid], 0
 
     def rec(m):  # empty[:m] are the cells still empty
@@ -84,9 +88,15 @@ def _search(grid:list, limit:int, found:list|None=None) -> int:
         while best_mask:
             bit = best_mask & -best_mask
             best_mask ^= bit
-            rows[r] |= bit; cols[c] |= bit; boxes[k] |= bit; g[r][c] = bit.bit_length() - 1
+            rows[r] |= bit
+            cols[c] |= bit
+            boxes[k] |= bit
+            g[r][c] = bit.bit_length() - 1
             stop = rec(m - 1)
-            rows[r] ^= bit; cols[c] ^= bit; boxes[k] ^= bit; g[r][c] = 0
+            rows[r] ^= bit
+            cols[c] ^= bit
+            boxes[k] ^= bit
+            g[r][c] = 0
             if stop: return True
         return False
 
@@ -154,9 +164,11 @@ def generate_sudoku(rng:random.Random, size:int=4, max_holes:int|None=None) -> S
 # %% ../../../../nbs/envs/stateful/21_sudoku.ipynb #88dd7f49
 def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
 
-def _is_full_grid(a, n) -> bool: return isinstance(a, list) and len(a) == n and all(isinstance(r, list) and len(r) == n for r in a)
+def _is_full_grid(a, n) -> bool:
+    return isinstance(a, list) and len(a) == n and all(isinstance(r, list) and len(r) == n for r in a)
 
-def _apply(self:SudokuState, action) -> dict:
+@patch
+def apply(self:SudokuState, action) -> dict:
     "Apply a full grid or a list of `[row, col, value]` placements; clue cells never change."
     n = self.size
     if _is_full_grid(action, n):
@@ -165,7 +177,8 @@ def _apply(self:SudokuState, action) -> dict:
     elif isinstance(action, list) and all(isinstance(p, (list, tuple)) and len(p) == 3 for p in action):
         entries = [list(p) for p in action]
     else:
-        raise ValueError(f"sudoku action: expected a {n}x{n} grid or a list of [row, col, value]; got {str(action)[:80]}")
+        raise ValueError(f"sudoku action: expected a {n}x{n} grid or a list of [row, col, value]; "
+                         f"got {str(action)[:80]}")
     out = {'placed': 0, 'invalid': 0, 'rejected': []}
     for r, c, v in entries:
         if not (all(map(_is_int, (r, c, v))) and 0 <= r < n and 0 <= c < n and 0 <= v <= n): why = 'out of range'
@@ -180,10 +193,9 @@ def _apply(self:SudokuState, action) -> dict:
     self.invalid_moves += out['invalid']
     return {**out, 'solved': self.solved}
 
-SudokuState.apply = _apply
-
 # %% ../../../../nbs/envs/stateful/21_sudoku.ipynb #a385adc7
-def _progress(self:SudokuState) -> float:
+@patch(as_prop=True)
+def progress(self:SudokuState) -> float:
     "(correct − wrong entries) / holes, clipped to [0, 1]."
     if self.solved: return 1.0
     n, right, wrong = self.size, 0, 0
@@ -200,8 +212,6 @@ def solve_sudoku(state:SudokuState) -> list[list[int]]:
     return [[r, c, state.solution[r][c]] for r in range(n) for c in range(n)
             if not state.is_clue(r, c) and state.grid[r][c] != state.solution[r][c]]
 
-SudokuState.progress = property(_progress)
-
 # %% ../../../../nbs/envs/stateful/21_sudoku.ipynb #c0bb7368
 def parse_sudoku(text:str, size:int=4, marker:str|None="####") -> list:
     "A full `size`×`size` grid or a list of `[row, col, value]` placements, read from model text."
@@ -209,18 +219,22 @@ def parse_sudoku(text:str, size:int=4, marker:str|None="####") -> list:
     if _is_full_grid(a, size):
         for r, row in enumerate(a):
             for c, v in enumerate(row):
-                if not (_is_int(v) and 0 <= v <= size): raise FormatError(f"cell ({r},{c}) is {v!r}; expected an integer in [0, {size}]")
+                if not (_is_int(v) and 0 <= v <= size):
+                    raise FormatError(f"cell ({r},{c}) is {v!r}; expected an integer in [0, {size}]")
         return a
     if isinstance(a, list) and all(isinstance(p, list) and len(p) == 3 for p in a):
         if len(a) > 2 * size * size: raise FormatError(f"too many placements ({len(a)} > {2 * size * size})")
         for i, (r, c, v) in enumerate(a):
             if not (all(map(_is_int, (r, c, v))) and 0 <= r < size and 0 <= c < size and 1 <= v <= size):
-                raise FormatError(f"placement {i} is {[r, c, v]!r}; expected [row, col, value] with row, col in [0, {size - 1}] and value in [1, {size}]")
+                raise FormatError(f"placement {i} is {[r, c, v]!r}; expected [row, col, value] with row, col in "
+                                  f"[0, {size - 1}] and value in [1, {size}]")
         return a
-    raise FormatError(f"expected a {size}x{size} grid (a list of {size} lists of {size} integers) or a list of [row, col, value] placements")
+    raise FormatError(f"expected a {size}x{size} grid (a list of {size} lists of {size} integers) "
+                      "or a list of [row, col, value] placements")
 
 # %% ../../../../nbs/envs/stateful/21_sudoku.ipynb #27b12db2
-def _render(self:SudokuState) -> str:
+@patch
+def render(self:SudokuState) -> str:
     "The current grid as text: '.' for empty cells, '|' and '-' between boxes."
     n, b = self.size, box_side(self.size)
     lines = []
@@ -230,17 +244,44 @@ def _render(self:SudokuState) -> str:
         lines.append(' | '.join(' '.join(cells[i:i + b]) for i in range(0, n, b)))
     return '\n'.join(lines)
 
-def _compact(self:SudokuState) -> str:
+@patch
+def compact(self:SudokuState) -> str:
     "The current grid as bare rows of digits, '.' for empty cells."
     return '\n'.join(''.join(str(v) if v else '.' for v in row) for row in self.grid)
 
-def _sudoku_html(self:SudokuState) -> str:
-    def cell(r, c):
-        v = self.grid[r][c]
-        if self.is_clue(r, c): return (v, '#ddd')
-        if not v: return ('', '#fff')
-        return (v, '#a6e3a1' if v == self.solution[r][c] else '#f5a3a3')
-    cap = f"{self.size}x{self.size}, {self.holes} holes, {self.steps} actions ({self.invalid_moves} invalid){', solved' if self.solved else ''}"
-    return board_html([[cell(r, c) for c in range(self.size)] for r in range(self.size)], cap)
+# %% ../../../../nbs/envs/stateful/21_sudoku.ipynb #f02a4cf5
+@register_card(SudokuState)
+@register_board(SudokuState)
+def sudoku_svg(g:dict, highlight=()) -> str:
+    "Sudoku: clues (grey, bold) distinct from filled cells (blue; red when they contradict the solution)."
+    grid, puzzle, sol = g.get('grid', []), g.get('puzzle', []), g.get('solution') or []
+    n = len(grid)
+    b = int(round(n ** 0.5)) or 1
+    body = []
+    for r in range(n):
+        for c in range(n):
+            v, clue = grid[r][c], bool(puzzle and puzzle[r][c])
+            if clue: body += [_rect(r, c, '#ddd', 'clue'), _text(r, c, v, '#000', 'bold', 'clue')]
+            elif v:
+                bad = bool(sol) and v != sol[r][c]
+                body += [_rect(r, c, '#fde2e2' if bad else '#dce8fd', 'filled'),
+                         _text(r, c, v, '#c00' if bad else '#1e66f5', 'normal', 'filled')]
+            else: body.append(_rect(r, c, '#fff', 'empty'))
+    for k in range(0, n + 1, b):  # box borders
+        body.append(f"<line x1='0' y1='{k * CELL}' x2='{n * CELL}' y2='{k * CELL}' stroke='#000' stroke-width='2'/>")
+        body.append(f"<line x1='{k * CELL}' y1='0' x2='{k * CELL}' y2='{n * CELL}' stroke='#000' stroke-width='2'/>")
+    empty = sum(1 for row in grid for v in row if not v)
+    cap = f"{n}x{n}, {empty} empty, {g.get('steps', 0)} actions ({g.get('invalid_moves', 0)} invalid)"
+    return _svg(n, n, ''.join(body), 'sudoku', cap)
 
-SudokuState.render, SudokuState.compact, SudokuState._repr_html_ = _render, _compact, _sudoku_html
+# %% ../../../../nbs/envs/stateful/21_sudoku.ipynb #3d4e9cb2
+@patch
+def describe(self:SudokuState) -> str:
+    "The task as a prompt states it: the rules, the CURRENT grid, the empty cells and the actions so far."
+    n, b = self.size, box_side(self.size)
+    return (f"Sudoku {n}x{n}: fill every empty cell with a digit 1..{n} so that each row, each column and each "
+            f"{b}x{b} box contains every digit exactly once. The clues (the digits given at the start) are fixed "
+            "and cannot be changed.\n"
+            f"Current grid ('.' = empty; rows and columns count from 0):\n```\n{self.render()}\n```\n"
+            f"Empty cells left: {sum(v == 0 for row in self.grid for v in row)}. "
+            f"Actions so far: {self.steps} ({self.invalid_moves} invalid entries).\n")
