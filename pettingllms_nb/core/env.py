@@ -28,8 +28,8 @@ class Env:
 
     def __init__(self, max_turns:int|None=None, **config):
         if 'seed' in config:
-            raise TypeError(f"{type(self).__name__}(seed=...): a constructor does not pick the problem; call env.reset(seed) "
-                            f"(or make_env(name, seed=...), which does both)")
+            raise TypeError(f"{type(self).__name__}(seed=...): a constructor does not pick the problem; "
+                            f"call env.reset(seed) (or make_env(name, seed=...), which does both)")
         mt = self.default_max_turns if max_turns is None else max_turns
         if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
             raise ValueError(f"{type(self).__name__}: max_turns={max_turns!r}; expected an integer >= 1")
