@@ -107,14 +107,20 @@ BUILTINS = {
                                                  ('agent', 'search_single_agent')]),
     'pettingllms_nb.envs.search.oracle': (None, [('scripted', 'search_env.oracle'), ('scripted', 'search_env.random'),
                                                  ('scripted', 'search_env.no_retrieval')]),
-    # data sources: each environment declares its own, in a module that imports none of the environment's heavy parts
-    'pettingllms_nb.envs.math.sources': (None, [('source', n) for n in ('aime24', 'aime25', 'olympiadbench', 'polaris', 'dapo',
-                                                                         'math_original')]),
-    'pettingllms_nb.envs.code.sources': (None, [('source', n) for n in ('apps', 'codecontests', 'livecodebench', 'humaneval',
-                                                                         'code_original')]),
-    'pettingllms_nb.envs.search.sources': (None, [('source', n) for n in ('nq', 'hotpotqa', '2wikimultihopqa', 'musique', 'bamboogle',
-                                                                           'hotpotqa_json', 'hotpotqa_hf', 'searchr1',
-                                                                           'search_generated')]),
+    'pettingllms_nb.envs.alfworld.agents': ('alfworld', [('env', 'alfworld_env'), ('agent', 'alfworld_planner'),
+                                                         ('agent', 'alfworld_executor'), ('agent', 'alfworld_single_agent'),
+                                                         ('scripted', 'alfworld_env.oracle'), ('scripted', 'alfworld_env.random')]),
+    'pettingllms_nb.envs.web.env': ('web', [('env', 'web_env')]),
+    'pettingllms_nb.envs.web.agents': ('web', [('agent', 'web_navigator'), ('agent', 'web_verifier'), ('agent', 'web_single_agent')]),
+    'pettingllms_nb.envs.web.oracle': ('web', [('scripted', 'web_env.oracle'), ('scripted', 'web_env.random')]),
+    # data sources: each environment declares its own, in a module that imports none of its heavy parts
+    'pettingllms_nb.envs.math.sources': (None, [('source', n) for n in (
+        'aime24', 'aime25', 'olympiadbench', 'polaris', 'dapo', 'math_original')]),
+    'pettingllms_nb.envs.code.sources': (None, [('source', n) for n in (
+        'apps', 'codecontests', 'livecodebench', 'humaneval', 'code_original')]),
+    'pettingllms_nb.envs.search.sources': (None, [('source', n) for n in (
+        'nq', 'hotpotqa', '2wikimultihopqa', 'musique', 'bamboogle', 'hotpotqa_json', 'hotpotqa_hf', 'searchr1',
+        'search_generated')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 

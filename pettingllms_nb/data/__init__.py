@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/data/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../nbs/data/index.ipynb #a48eee85
+# %% ../../nbs/data/index.ipynb #5c62832f
 from ..core.registry import lazy_exports
 
 _PARTS = {'sources': ['DATA_ENV', 'DataMissing', 'DataSource', 'SourceStatus', 'SourceTable', 'data_dir', 'get_source',
