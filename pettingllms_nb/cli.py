@@ -10,7 +10,7 @@ import argparse, difflib, json, logging, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['scripted_policy', 'add_data_parser', 'build_parser', 'main']
+__all__ = ['DATA_DIR_HELP', 'scripted_policy', 'add_data_parser', 'build_parser', 'main']
 
 # %% ../nbs/cli/40_cli.ipynb #b9da3392
 def _cmd_registry(args):
@@ -122,7 +122,8 @@ def _cmd_data_list(args):
 def _cmd_data_prepare(args):
     from pettingllms_nb.data.preparation import prepare, DataError
     from pettingllms_nb.data.sources import DataMissing
-    try: reports = prepare(*args.sources, split=args.split, from_path=args.from_path, root=args.data_dir, force=args.force)
+    try: reports = prepare(*args.sources, split=args.split, from_path=args.from_path, root=args.data_dir,
+                           force=args.force)
     except (DataError, DataMissing, ValueError) as e:
         print(f"pettingllms-nb data prepare: {e}", file=sys.stderr)
         return 2
@@ -131,21 +132,23 @@ def _cmd_data_prepare(args):
         for where, why in r.examples: print(f"    refused {where}: {why}")
     return 0
 
+DATA_DIR_HELP = "the data directory (default: $PLLM_DATA, else ~/.cache/pettingllms-nb/data)"
+
 def add_data_parser(sub):
     "The `data list` and `data prepare` subcommands."
     d = sub.add_parser("data", help="data sources: list them (present or not), prepare them into the data directory")
     dsub = d.add_subparsers(dest="data_cmd", required=True)
-    s = dsub.add_parser("list", help="every data source of every environment: present?, where, size, rows, how to get it")
+    s = dsub.add_parser("list", help="every data source of every environment: present?, where, size, how to get it")
     s.add_argument("--env", default=None, help="only this environment's sources")
     s.add_argument("--missing", action="store_true", help="only what is not present")
-    s.add_argument("--data-dir", default=None, help="the data directory (default: $PLLM_DATA, else ~/.cache/pettingllms-nb/data)")
+    s.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     s.set_defaults(fn=_cmd_data_list)
-    s = dsub.add_parser("prepare", help="fetch a source from the hub, or convert your files (--from), into the data directory")
+    s = dsub.add_parser("prepare", help="fetch a source from the hub or convert your files (--from) into the data dir")
     s.add_argument("sources", nargs="+", help="source names (`pettingllms-nb data list` shows them)")
     s.add_argument("--split", default=None, help="one split (default: every split; with --from, the one it holds)")
-    s.add_argument("--from", dest="from_path", default=None, help="a file or folder of the source's files, in its own columns")
+    s.add_argument("--from", dest="from_path", default=None, help="a file or folder of the source's own files")
     s.add_argument("--force", action="store_true", help="prepare again even when it is up to date")
-    s.add_argument("--data-dir", default=None, help="the data directory (default: $PLLM_DATA, else ~/.cache/pettingllms-nb/data)")
+    s.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     s.set_defaults(fn=_cmd_data_prepare)
 
 # %% ../nbs/cli/40_cli.ipynb #cea470a7

@@ -46,8 +46,8 @@ class EnvConfig:
     max_turns: int = 4                       # turns per episode
     dataset: Optional[str] = None            # training data set, for data-driven environments (code, math)
     split: Optional[str] = None              # data set split
-    source: Optional[str] = None             # a registered data source, read from the data directory (it takes the place
-                                             # of `dataset` and `benchmark`; `pettingllms-nb data list` shows them)
+    source: Optional[str] = None             # a registered data source, read from the data directory (in the place
+                                             # of `dataset` and `benchmark`; `pettingllms-nb data list` lists them)
     resolve: bool = False                    # reference key, kept for porting (not passed to the environment)
     multi_modal: bool = False                # reference key: prompts carry images
     batched_init: bool = True                # reference key: reset environments in a batch
@@ -448,10 +448,11 @@ def check_source(cfg, sources:Registry|None=None) -> list:
     if src_name is None: return []
     reg = global_registry if sources is None else sources
     try: src = reg.get('source', src_name)
-    except RegistryError as err: return [f"env.source={src_name!r}: {err} (`pettingllms-nb data list` shows every source)"]
+    except RegistryError as err: return [f"env.source={src_name!r}: {err} (`pettingllms-nb data list` shows them)"]
     if src.env != env:
         own = sorted(n for n, e in reg.entries['source'].items() if e.available and e.obj.env == env)
-        return [f"env.source={src_name!r}: a data source of {src.env!r}, not of env.name={env!r}; allowed values are {own}"]
+        return [f"env.source={src_name!r}: a data source of {src.env!r}, not of env.name={env!r}; "
+                f"allowed values are {own}"]
     if cfg.env.split is not None and cfg.env.split not in src.splits:
         return [f"env.split={cfg.env.split!r}: allowed values are the splits of {src_name!r}, {list(src.splits)}"
                 f"{_did_you_mean(cfg.env.split, src.splits)}"]

@@ -61,7 +61,8 @@ def check_contract(kind:str, name:str, obj) -> None:
     elif kind == 'source':
         miss = [a for a in ('env', 'splits', 'get', 'check') if not hasattr(obj, a)]
         if inspect.isclass(obj) or miss or getattr(obj, 'name', name) != name:
-            raise ContractError(f"{where}: must be a DataSource named {name!r} (pettingllms_nb.data.DataSource); missing {miss}")
+            raise ContractError(f"{where}: must be a DataSource named {name!r} (pettingllms_nb.data.DataSource); "
+                                f"missing {miss}")
     else: raise ValueError(f"unknown registry kind {kind!r}; allowed: {KINDS}")
 
 # %% ../../nbs/core/05_registry.ipynb #9db8cde3
@@ -121,6 +122,10 @@ BUILTINS = {
     'pettingllms_nb.envs.search.sources': (None, [('source', n) for n in (
         'nq', 'hotpotqa', '2wikimultihopqa', 'musique', 'bamboogle', 'hotpotqa_json', 'hotpotqa_hf', 'searchr1',
         'search_generated')]),
+    'pettingllms_nb.envs.alfworld.sources': (None, [('source', n) for n in (
+        'alfworld', 'alfworld_generated', 'textworld')]),
+    'pettingllms_nb.envs.web.sources': (None, [('source', n) for n in (
+        'webshop', 'webshop_all', 'miniwob', 'shop_generated')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 

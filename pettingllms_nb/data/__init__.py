@@ -7,10 +7,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/data/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../nbs/data/index.ipynb #5c62832f
+# %% ../../nbs/data/index.ipynb #5c7a5f49
 from ..core.registry import lazy_exports
 
 _PARTS = {'sources': ['DATA_ENV', 'DataMissing', 'DataSource', 'SourceStatus', 'SourceTable', 'data_dir', 'get_source',
                       'list_sources', 'register_source', 'source_kwargs'],
-          'preparation': ['DataError', 'PrepareReport', 'PrepareReports', 'prepare', 'read_input']}
+          'preparation': ['DataError', 'PrepareReport', 'PrepareReports', 'copy_into', 'prepare', 'read_input',
+                          'write_atomic']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.data', _PARTS)
