@@ -10,9 +10,9 @@ import ast, json, re
 from typing import Any, Iterable
 
 # %% auto #0
-__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'MAX_LITERAL_DEPTH', 'FormatError', 'fenced_blocks', 'extract_code',
-           'extract_program', 'clip', 'all_boxed', 'printable', 'extract_boxed', 'parse_literal', 'parse_actions',
-           'parse_grid']
+__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'MAX_LITERAL_DEPTH', 'MAX_AST_CHARS', 'FormatError', 'fenced_blocks',
+           'extract_code', 'extract_program', 'clip', 'all_boxed', 'printable', 'extract_boxed', 'parse_literal',
+           'parse_actions', 'parse_grid']
 
 # %% ../../nbs/core/01_parsing.ipynb #4ebccf8b
 class FormatError(ValueError):
@@ -108,9 +108,11 @@ _BRACKETS = re.compile(r"[][]")
 
 def _last_bracketed(s:str) -> str|None:
     "The last balanced `[...]` span in `s`: the last `]` that an earlier `[` closes (one right-to-left pass)."
-    if '[' not in s: return None
-    r, pending, best = s[::-1], [], None        # pending: positions in `r` of the `]`s not closed yet
-    for m in _BRACKETS.finditer(r):
+    r = s[::-1]
+    start = r.find(']')                         # `[`s after the last `]` close nothing
+    if start == -1 or '[' not in s: return None
+    pending, best = [], None                    # pending: positions in `r` of the `]`s not closed yet
+    for m in _BRACKETS.finditer(r, start):
         if m.group() == ']': pending.append(m.start())
         elif pending:
             close = pending.pop()
@@ -119,15 +121,16 @@ def _last_bracketed(s:str) -> str|None:
     return None if best is None else s[len(s) - 1 - best[0]:len(s) - best[1]]
 
 # %% ../../nbs/core/01_parsing.ipynb #665135d6
-_NESTERS = re.compile(r"[][{}()]")
+MAX_AST_CHARS = 4_000
+_NOT_NESTER = re.compile(r"[^][{}()]+")
 
-def _depth(lit:str) -> int:
-    "How deeply brackets, braces and parentheses nest in `lit` (those inside strings count too: a bound)."
-    depth = top = 0
-    for m in _NESTERS.finditer(lit):
-        depth += 1 if m.group() in '[{(' else -1
-        top = max(top, depth)
-    return top
+def _too_deep(lit:str, limit:int=MAX_LITERAL_DEPTH) -> bool:
+    "Whether brackets, braces and parentheses nest more than `limit` deep in `lit` (those in strings count: a bound)."
+    t = _NOT_NESTER.sub('', lit)
+    for _ in range(limit):
+        t, before = t.replace('[]', '').replace('{}', '').replace('()', ''), t
+        if t == before: return False
+    return any(p in t for p in ('[]', '{}', '()'))
 
 def parse_literal(text:str, marker:str|None="####", alone:bool=False) -> Any:
     "The last bracketed list literal in `text` (after the last `marker` when present; with `alone`, else the whole text)."
@@ -137,12 +140,13 @@ def parse_literal(text:str, marker:str|None="####", alone:bool=False) -> Any:
     lit = _last_bracketed(s)
     if lit is None: raise FormatError(f"no [...] list found{f' after {marker!r}' if marker else ''}")
     if alone and not marked and lit != s.strip():
-        raise FormatError(f"no {marker or 'answer'!r} marker, and the reply is not a list by itself; a list quoted "
-                          f"in other text is not an answer")
+        raise FormatError(f"the reply is not a list by itself{f' and has no {marker!r} marker' if marker else ''}: "
+                          "a list quoted in other text is not an answer")
     if len(lit) > MAX_LITERAL_CHARS: raise FormatError(f"list literal too long ({len(lit)} > {MAX_LITERAL_CHARS} chars)")
-    if _depth(lit) > MAX_LITERAL_DEPTH: raise FormatError(f"list literal nested deeper than {MAX_LITERAL_DEPTH} levels")
+    if _too_deep(lit): raise FormatError(f"list literal nested deeper than {MAX_LITERAL_DEPTH} levels")
     try: return json.loads(lit)
     except (ValueError, RecursionError, MemoryError): pass
+    if len(lit) > MAX_AST_CHARS: raise FormatError(f"could not read {lit[:60]!r} as JSON (a list this long must be JSON)")
     try: return ast.literal_eval(lit)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
         raise FormatError(f"could not read {lit[:60]!r} as a list literal: {type(e).__name__}") from None
