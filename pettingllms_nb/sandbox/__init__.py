@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/sandbox/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../nbs/sandbox/index.ipynb #00242e4d
+# %% ../../nbs/sandbox/index.ipynb #ddcd3e18
 from ..core.registry import lazy_exports
 
 _PARTS = {
@@ -16,7 +16,8 @@ _PARTS = {
     'isolation': ['SLOT_UID_BASE', 'N_SLOTS', 'LEVELS', 'INNER_DIR', 'LAUNCHER', 'rlimits', 'wall_limit_for',
                   'sandbox_env', 'launcher_argv', 'bwrap_argv',
                   '_base_dir', '_slot_uids'],   # internal: the tests check slots and run dirs through them
-    'runner': ['run_code', 'isolation_level'],
+    'forkserver': ['ForkServer'],
+    'runner': ['LAUNCHES', 'run_code', 'isolation_level'],
     'pool': ['CANARIES', 'Sandbox', 'SandboxWorker',
              '_cores'],                         # internal: the benchmark and the demo size pools with it
     'program': ['OK_VERDICTS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'TIME_LIMIT', 'default_worker', 'normalise_verdict',
