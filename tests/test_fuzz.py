@@ -75,6 +75,15 @@ SMALL = st.lists(st.sampled_from(PIECES), max_size=30).map(''.join)
 def test_fenced_blocks_find_what_the_regex_found(s):
     assert P.fenced_blocks(s) == _OLD_FENCE.findall(s)
 
+_OLD_TEST_BLOCK = re.compile(r"```[ \t]*(input|output|in|out|stdin|stdout)[^\n]*\n(.*?)```", re.S | re.I)
+TEST_PIECES = st.lists(st.sampled_from(PIECES + ['input', 'Output', 'in', 'stdout', 'inputs', 'out\n']), max_size=30)
+
+@settings(max_examples=150, derandomize=True, database=None, deadline=None)
+@given(TEST_PIECES.map(''.join))
+def test_test_blocks_are_the_regex_blocks(s):
+    from pettingllms_nb.envs.code.judge import _TEST_LABEL
+    assert P.fenced_blocks(s, _TEST_LABEL) == _OLD_TEST_BLOCK.findall(s)
+
 @settings(max_examples=150, derandomize=True, database=None, deadline=None)
 @given(SMALL)
 def test_last_bracketed_is_the_old_span(s):

@@ -10,9 +10,9 @@ import ast, json, re
 from typing import Any, Iterable
 
 # %% auto #0
-__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'MAX_LITERAL_DEPTH', 'MAX_AST_CHARS', 'FormatError', 'fenced_blocks',
-           'extract_code', 'extract_program', 'clip', 'all_boxed', 'printable', 'extract_boxed', 'parse_literal',
-           'parse_actions', 'parse_grid']
+__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'MAX_LITERAL_DEPTH', 'MAX_AST_CHARS', 'FormatError', 'parse_window',
+           'fenced_blocks', 'extract_code', 'extract_program', 'clip', 'all_boxed', 'printable', 'extract_boxed',
+           'parse_literal', 'parse_actions', 'parse_grid']
 
 # %% ../../nbs/core/01_parsing.ipynb #4ebccf8b
 class FormatError(ValueError):
@@ -20,7 +20,8 @@ class FormatError(ValueError):
 
 MAX_PARSE_CHARS = 100_000  # parsers look at the last 100k characters only: bounded work on unbounded output
 
-def _tail(text) -> str:
+def parse_window(text) -> str:
+    "The last `MAX_PARSE_CHARS` characters of a response, read by every parser; a `FormatError` if not a string."
     if text is None: raise FormatError("empty response (None)")
     if not isinstance(text, str): raise FormatError(f"response must be a string, got {type(text).__name__}")
     return text[-MAX_PARSE_CHARS:]
@@ -30,7 +31,7 @@ _LABEL = re.compile(r"[ \t]*([\w+-]*)")   # after an opening ```: spaces, then t
 
 def fenced_blocks(text:str, label:re.Pattern=_LABEL) -> list[tuple[str, str]]:
     "`(label, body)` of every ```label ... ``` block in `text`, in order; one forward pass (linear time)."
-    s, out, pos = _tail(text), [], 0
+    s, out, pos = parse_window(text), [], 0
     while (i := s.find('```', pos)) != -1:
         m = label.match(s, i + 3)
         if m is None:                       # not a label this caller accepts: try the next backticks
@@ -71,7 +72,7 @@ _BRACE = re.compile(r"[{}]")
 
 def all_boxed(text:str) -> list[str]:
     "Contents of every `\\boxed{...}` / `\\fbox{...}`, braces balanced, in order of appearance."
-    s, out, i = _tail(text), [], 0
+    s, out, i = parse_window(text), [], 0
     while (m := _BOX.search(s, i)):
         depth, j = 1, None
         for b in _BRACE.finditer(s, m.end()):
@@ -134,7 +135,7 @@ def _too_deep(lit:str, limit:int=MAX_LITERAL_DEPTH) -> bool:
 
 def parse_literal(text:str, marker:str|None="####", alone:bool=False) -> Any:
     "The last bracketed list literal in `text` (after the last `marker` when present; with `alone`, else the whole text)."
-    s = _tail(text)
+    s = parse_window(text)
     marked = bool(marker) and marker in s
     if marked: s = s.rsplit(marker, 1)[1]
     lit = _last_bracketed(s)
@@ -158,7 +159,7 @@ def parse_actions(text:str, allowed:Iterable[str]=('U','D','L','R'), marker:str|
     "A list of actions from `allowed`, read from a list literal or a bare move string after `marker`."
     allowed = list(allowed)
     canon = {a.lower(): a for a in allowed} | {w: a for w, a in _MOVE_WORDS.items() if a in allowed}
-    s = _tail(text)
+    s = parse_window(text)
     marked = bool(marker) and marker in s
     after = s.rsplit(marker, 1)[1] if marked else s
     try: items = parse_literal(after, marker=None, alone=not marked)
