@@ -12,7 +12,7 @@ from typing import Any
 # %% auto #0
 __all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'esc', 'as_dict', 'kv_table', 'register_card', 'register_board', 'state_class',
            'board_svg', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'math_html', 'code_html', 'render_state',
-           'show', 'flatten', 'changed', 'render_diff', 'render_prompt', 'render_completion', 'render_action',
+           'show_html', 'flatten', 'changed', 'render_diff', 'render_prompt', 'render_completion', 'render_action',
            'render_reward', 'render_step_card', 'render_phase']
 
 # %% ../../nbs/widgets/60_render.ipynb #d113efc3
@@ -219,11 +219,15 @@ def render_state(state, highlight=(), env=None) -> str:
     else: body = f"<div style='display:flex;gap:1em;align-items:flex-start'>{board_svg(d, cls)}{kv_table(d, highlight=highlight)}</div>"
     return f"<div class='pllm-state' data-state='{esc(getattr(cls, '__name__', ''))}'>{body}</div>"
 
-def show(obj, env=None):
-    "Display a state, step or trace richly in a notebook (an `IPython.display.HTML`)."
+# %% ../../nbs/widgets/60_render.ipynb #d465cdf7
+def show_html(obj, env=None):
+    "A state or a step, drawn richly for a notebook (an `IPython.display.HTML`)."
     from IPython.display import HTML
     if hasattr(obj, 'completion') and hasattr(obj, 'reward_terms'): return HTML(render_step_card(obj, env=env))
     return HTML(render_state(obj, env=env))
+
+# %% ../../nbs/widgets/60_render.ipynb #c8496232
+show = show_html   # the old name
 
 # %% ../../nbs/widgets/60_render.ipynb #90f962f7
 def flatten(d:dict) -> dict:
