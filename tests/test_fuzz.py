@@ -33,7 +33,7 @@ from pettingllms_nb.engine.trace import Trace
 
 TURN_SECONDS = 120      # one agent turn, hostile programs included (the sandbox's limits end them far sooner)
 ROLLOUT_SECONDS = 240   # one whole rollout; a quadratic parser on a 100 kB window takes minutes
-FAST = settings(max_examples=4, derandomize=True, database=None, deadline=None,
+FAST = settings(max_examples=6, derandomize=True, database=None, deadline=None,
                 suppress_health_check=list(HealthCheck))
 DEEP = settings(max_examples=60, derandomize=True, database=None, deadline=None,
                 suppress_health_check=list(HealthCheck))
@@ -237,6 +237,23 @@ def nothing_left_behind(sentinel):
     assert sentinel.poll() is None, "the trainer's sentinel process died"
 
 
+def test_the_leftover_checks_can_fail():
+    "A marked process and a marked file outside any sandbox are seen by the checks that guard every test."
+    p = subprocess.Popen(['python3', '-c', f"import ctypes, time; ctypes.CDLL(None).prctl(15, {MARK.encode()!r}, 0, 0, 0); "
+                          "print(flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
+    before, path = _entries(), f"/tmp/{MARK}-probe"
+    try:
+        p.stdout.readline()   # the name is set
+        assert p.pid in marked_processes()
+        open(path, 'w').close()
+        assert path in stray_files(before)
+    finally:
+        p.kill()
+        p.wait()
+        if os.path.exists(path): os.remove(path)
+    assert p.pid not in marked_processes()
+
+
 # ---- environments and agents, from the registry -------------------------------------------------------------------
 def _unavailable(e) -> str:
     return f"{e.kind} {e.name} unavailable: {e.reason}" + (f" (pip install 'pettingllms-nb[{e.extra}]')" if e.extra else "")
@@ -325,19 +342,23 @@ def test_garbage_is_a_format_error_for_every_agent(name, role):
         assert agent.format_error or agent.infra_error or verdicts, \
             f"{name}/{role}: garbage {str(g)[:60]!r} was accepted as the action {str(agent.current_action)[:80]!r}"
 
+def ran_program(agent) -> bool:
+    "Whether the agent took the hostile program itself as its action (the agents that run programs do)."
+    return agent.format_error is None and isinstance(agent.current_action, str) and MARK in agent.current_action
+
 @pytest.mark.parametrize('name,role', agent_params())
 def test_hostile_programs_get_a_typed_verdict(name, role):
     for what, prog in hostile(HOSTILE).items():
-        agent, verdicts = play(name, role, prog)
-        assert agent.format_error or agent.infra_error or verdicts, \
-            f"{name}/{role}: the {what} program left no format error, infra error or verdict"
+        agent, verdicts = play(name, role, prog)   # an agent that does not run programs just reads text
+        assert not ran_program(agent) or agent.infra_error or verdicts, \
+            f"{name}/{role}: the {what} program was taken as the action but no verdict or infra error was recorded"
 
 @pytest.mark.slow
 @pytest.mark.parametrize('name,role', agent_params())
 def test_slow_hostile_programs_get_a_typed_verdict(name, role):
     for what, prog in hostile(SLOW_HOSTILE).items():
         agent, verdicts = play(name, role, prog)
-        assert agent.format_error or agent.infra_error or verdicts, f"{name}/{role}: {what}"
+        assert not ran_program(agent) or agent.infra_error or verdicts, f"{name}/{role}: {what}"
 
 
 # ---- 3. whole rollouts with garbage policies -----------------------------------------------------------------------
@@ -359,7 +380,7 @@ def garbage_policy(completions:list) -> ScriptedPolicy:
 def run_garbage(name, order, mode, completions, tmp_path):
     env = fresh_env(name)
     max_turns = min(2, env.max_turns)
-    tr = bounded(lambda: rollout(name, garbage_policy(completions), mode=mode, n=2, seeds=(0,), max_turns=max_turns,
+    tr = bounded(lambda: rollout(name, garbage_policy(completions), mode=mode, sample_num=2, seeds=(0,), max_turns=max_turns,
                                  turn_order=order), ROLLOUT_SECONDS, f"{name} {mode} rollout {order}")
     assert len(tr) > 0 and all(e.done for e in tr.episodes)
     for s in tr:
