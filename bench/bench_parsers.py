@@ -1,6 +1,8 @@
 """Parse time per kB and per MB of every parser that reads model text or program output, on its worst inputs beside
-a normal reply of the same size, with the acceptance bar: every call returns within BUDGET ms per kB of input
-(and, for inputs of a kB or two, within FLOOR ms: a call has fixed costs, and `ast` alone takes about a ms per kB).
+a normal reply of the same size, with the acceptance bar: every call returns within BUDGET ms of CPU per kB of input
+(2 by default), or within FLOOR ms for inputs of a kB or two (a call has fixed costs). The budget is set by `ast`:
+reading Python literals (generated call tests, Python-style lists) costs it about 1.2-1.5 ms per kB on a loaded
+2-core machine, and the parsers that need it cap what they give it; everything else runs well under 1 ms per kB.
 
 Each parser is fed a normal reply padded to the size and the inputs that made an older version slow (floods of
 backticks, brackets, braces, markers, unclosed fences, deep nesting). Sizes run small to large; once one call of a
@@ -9,7 +11,7 @@ an old, quadratic checkout (`PYTHONPATH=/path/to/old/checkout python bench/bench
 numbers. A parser whose module (or extra) is missing is listed as skipped with the reason. Exit status 1 when any
 measured input is over budget.
 
-    python bench/bench_parsers.py [--sizes 1,10,100,1000] [--cap 5] [--budget 1.0] [--floor 2.0] [--only NAME]
+    python bench/bench_parsers.py [--sizes 1,10,100,1000] [--cap 5] [--budget 2.0] [--floor 2.0] [--only NAME]
 """
 import argparse, importlib, sys, time
 
@@ -74,6 +76,42 @@ PROGRAMS = {
     'backticks': lambda n: '`' * n,
 }
 
+TEST_BLOCKS = {
+    'normal': lambda n: _pad("```input\n2 3\n```\n```output\n5\n```", n),
+    'unclosed input block': lambda n: _fill('1 2\n', n, '```input\n'),
+    'backticks': lambda n: '`' * n,
+    'spaces after ```': lambda n: _fill(' ', n, '```'),
+    'unclosed + ``': lambda n: _fill('``', n, '```input\n'),
+    'many blocks': lambda n: _fill('```input\n1\n```\n```output\n1\n```\n', n),
+}
+ASSERTS = {
+    'normal': lambda n: _pad("```python\nassert add(1, 2) == 3\nassert add(2, 2) == 4\n```", n),
+    'many asserts': lambda n: _fill('assert add(1, 2) == 3\n', n),
+    'one long assert': lambda n: _fill('1, ', n, 'assert add(', '1) == 3'),
+    'deep parens': lambda n: _fill('(', n, 'assert add(', ') == 1'),
+    'NUL asserts': lambda n: _fill('assert add(\x00) == 1\n', n),
+    'unary chain': lambda n: _fill('-', n, 'assert add(', '1) == 1'),
+}
+RESULT_LINES = {   # a call-style program's stdout, which the judge reads
+    'normal': lambda n: _pad('\x1e#pettingllms-result#{"return": [1, 2, 3]}\n', n),
+    'nested result': lambda n: _fill('[', n, '\x1e#pettingllms-result#{"return": '),
+    'marker flood': lambda n: _fill('\x1e#pettingllms-result#', n),
+    'long result': lambda n: _fill('1, ', n, '\x1e#pettingllms-result#{"return": [', '1]}'),
+}
+ANSWERS = {   # math answers, boxed or not
+    'normal': lambda n: _pad(r"so the answer is $\boxed{\frac{1}{2}}$.", n),
+    'prose, no box': lambda n: _pad('The answer is 42', n),
+    r'\boxed{ flood': lambda n: _fill(r'\boxed{', n), 'open braces': lambda n: _fill('{', n, r'\boxed{'),
+    r'\text{ flood': lambda n: _fill(r'\text{', n), r'\textxxx': lambda n: _fill('x', n, r'\text'),
+    'dollars': lambda n: '$' * n, 'error lines': lambda n: _fill('    Error\n', n),
+    'word run': lambda n: _fill('a', n, '  '), 'NUL': lambda n: _pad('\\boxed{5\x00}', n),
+}
+TAGS = {   # search_env's tagged answers
+    'normal': lambda n: _pad('<think>I need the capital.</think><search>capital of Trelsk</search>', n),
+    'open tags': lambda n: _fill('<search>', n), 'think flood': lambda n: _fill('</think>', n),
+    'unclosed': lambda n: _fill('a ', n, '<answer>'), 'long content': lambda n: _fill('a ', n, '<answer>', '</answer>'),
+}
+
 def _stateful(name):
     "A stateful agent's action parser for `name` (benchmark, style), prompted once so it knows its task."
     def make():
@@ -111,6 +149,14 @@ PARSERS = [
     ('stateful tool output (sokoban)', _stateful(('sokoban', 'full', 'tool output')), LITERALS),
     ('stateful tool_call_agent (full)', _stateful(('plan_path', 'full', 'tool')), {**FENCES, **PROGRAMS}),
     ('stateful tool_call_agent (compact)', _stateful(('plan_path', 'compact', 'tool')), {**FENCES, **PROGRAMS}),
+    ('math answer_text', _attr('pettingllms_nb.envs.math.checker', 'answer_text'), ANSWERS),
+    ('code parse_tests (stdio)', _attr('pettingllms_nb.envs.code.judge', 'parse_tests'), TEST_BLOCKS),
+    ('code parse_tests (call)', _attr('pettingllms_nb.envs.code.judge', 'parse_tests',
+                                      lambda f: lambda s: f(s, 'call', 'add')), ASSERTS),
+    ('code call_result', _attr('pettingllms_nb.envs.code.judge', 'call_result'), RESULT_LINES),
+    ('search parse_tagged', _attr('pettingllms_nb.envs.search.agents', 'parse_tagged',
+                                  lambda f: lambda s: f(s, ('answer', 'search'))), TAGS),
+    ('toy parse_number', _attr('pettingllms_nb.envs.toy.agents', 'parse_number'), LITERALS),
 ]
 
 def once(fn, s) -> float:
@@ -130,7 +176,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--sizes', default='1,10,100,1000', help='input sizes in kB (1 kB = 1000 characters)')
     ap.add_argument('--cap', type=float, default=5.0, help='skip larger sizes of a case once a call takes this long (s)')
-    ap.add_argument('--budget', type=float, default=1.0, help='acceptance bar: ms per kB of input')
+    ap.add_argument('--budget', type=float, default=2.0, help='acceptance bar: ms per kB of input')
     ap.add_argument('--floor', type=float, default=2.0, help='acceptance bar for small inputs: ms per call')
     ap.add_argument('--only', default='', help='run only parsers whose name contains this')
     a = ap.parse_args()

@@ -10,9 +10,9 @@ import ast, json, re
 from typing import Any, Iterable
 
 # %% auto #0
-__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'MAX_LITERAL_DEPTH', 'MAX_AST_CHARS', 'FormatError', 'parse_window',
-           'fenced_blocks', 'extract_code', 'extract_program', 'clip', 'all_boxed', 'printable', 'extract_boxed',
-           'parse_literal', 'parse_actions', 'parse_grid']
+__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'MAX_LITERAL_DEPTH', 'FormatError', 'parse_window', 'fenced_blocks',
+           'extract_code', 'extract_program', 'clip', 'all_boxed', 'printable', 'extract_boxed', 'parse_literal',
+           'parse_actions', 'parse_grid']
 
 # %% ../../nbs/core/01_parsing.ipynb #4ebccf8b
 class FormatError(ValueError):
@@ -122,7 +122,6 @@ def _last_bracketed(s:str) -> str|None:
     return None if best is None else s[len(s) - 1 - best[0]:len(s) - best[1]]
 
 # %% ../../nbs/core/01_parsing.ipynb #665135d6
-MAX_AST_CHARS = 4_000
 _NOT_NESTER = re.compile(r"[^][{}()]+")
 
 def _too_deep(lit:str, limit:int=MAX_LITERAL_DEPTH) -> bool:
@@ -147,7 +146,6 @@ def parse_literal(text:str, marker:str|None="####", alone:bool=False) -> Any:
     if _too_deep(lit): raise FormatError(f"list literal nested deeper than {MAX_LITERAL_DEPTH} levels")
     try: return json.loads(lit)
     except (ValueError, RecursionError, MemoryError): pass
-    if len(lit) > MAX_AST_CHARS: raise FormatError(f"could not read {lit[:60]!r} as JSON (a list this long must be JSON)")
     try: return ast.literal_eval(lit)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
         raise FormatError(f"could not read {lit[:60]!r} as a list literal: {type(e).__name__}") from None

@@ -18,9 +18,9 @@ from ...sandbox import RunResult
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['CHECKS', 'MAX_SOURCE', 'MAX_TESTS', 'MAX_TEST_CHARS', 'MAX_ASSERT_CHARS', 'harness_source', 'call_job', 'call_result',
-           'values_equal', 'value_matches', 'TestResult', 'judge_test', 'judge_tests', 'pass_rate', 'invalid_reason',
-           'parse_stdio_tests', 'parse_call_tests', 'parse_tests', 'check_tests']
+__all__ = ['CHECKS', 'MAX_SOURCE', 'MAX_TESTS', 'MAX_TEST_CHARS', 'MAX_ASSERT_LINES', 'MAX_ASSERT_CHARS', 'harness_source',
+           'call_job', 'call_result', 'values_equal', 'value_matches', 'TestResult', 'judge_test', 'judge_tests',
+           'pass_rate', 'invalid_reason', 'parse_stdio_tests', 'parse_call_tests', 'parse_tests', 'check_tests']
 
 # %% ../../../nbs/envs/code/73_code_judge.ipynb #7d5811e1
 @functools.cache
@@ -173,7 +173,8 @@ def invalid_reason(test:dict, style:str='stdio') -> str|None:
 
 # %% ../../../nbs/envs/code/73_code_judge.ipynb #20aea64d
 _TEST_LABEL = re.compile(r"[ \t]*(input|output|in|out|stdin|stdout)", re.I)   # the label of a test block
-MAX_ASSERT_CHARS = 2 * MAX_TESTS * MAX_TEST_CHARS   # characters of assert lines read from one reply: bounded `ast` work
+MAX_ASSERT_LINES = 4 * MAX_TESTS                    # assert lines read from one reply ...
+MAX_ASSERT_CHARS = 2 * MAX_TESTS * MAX_TEST_CHARS   # ... and their characters: bounded `ast` work
 
 def parse_stdio_tests(text:str) -> list[dict]:
     "`{'input', 'output'}` pairs from ```input / ```output fenced blocks, in order (one linear pass: `fenced_blocks`)."
@@ -200,11 +201,11 @@ def _invalid(why:str) -> dict: return {'input': None, 'output': None, 'why': why
 def parse_call_tests(text:str, fn_name:str) -> tuple[list[dict], list[dict]]:
     "`(tests, invalid)` from `assert fn_name(<literals>) == <literal>` lines; nothing is executed."
     tests, invalid, budget = [], [], MAX_ASSERT_CHARS
-    for line in parse_window(text or "").splitlines():
-        s = line.strip()
-        if not s.startswith('assert'): continue
-        if len(s) > budget:
-            invalid.append(_invalid(f"assert lines past the first {MAX_ASSERT_CHARS} characters are not read"))
+    asserts = [s for line in parse_window(text or "").splitlines() if (s := line.strip()).startswith('assert')]
+    for k, s in enumerate(asserts):
+        if k == MAX_ASSERT_LINES or len(s) > budget:
+            invalid.append(_invalid(f"only the first {MAX_ASSERT_LINES} assert lines, {MAX_ASSERT_CHARS} characters "
+                                    "in all, are read"))
             break
         budget -= len(s)
         try:
