@@ -95,6 +95,13 @@ def test_all_boxed_finds_the_old_boxes(s):
     assert P.all_boxed(s) == old_all_boxed(s)
 
 
+@settings(max_examples=150, derandomize=True, database=None, deadline=None)
+@given(st.text(st.sampled_from('1.a x'), max_size=30))
+def test_the_decimal_rule_finds_what_the_old_pattern_found(s):
+    from pettingllms_nb.envs.math.verify_worker import _DECIMAL
+    assert bool(_DECIMAL.search(s)) == bool(re.search(r"\d*\.\d+|\d+\.(?!\d)", s))
+
+
 # ---- the catalogue ----------------------------------------------------------------------------------------------
 MARK = f"pllmfz{uuid.uuid4().hex[:9]}"    # 15 characters: all of it fits /proc/PID/comm
 NESTED = '[' * 1500 + ']' * 1500
