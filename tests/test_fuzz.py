@@ -14,11 +14,12 @@
 Environments and agents come from the registry: a new environment joins by registering. One whose extra is missing
 is skipped with the reason; one that cannot be built with its default kwargs (offline, small) is skipped saying so.
 After every test: no process carrying this session's marker is alive, no slot uid runs a process while its slot is
-free, no file owned by a slot uid or named with the marker appeared, and this process's sentinel child is alive.
+free, no file owned by a slot uid or named with the marker appeared, no temp file or dir this process made (with
+`tempfile.mkdtemp`/`mkstemp`: run dirs, TemporaryDirectory) is left, and this process's sentinel child is alive.
 The `slow` run (`pytest -m slow tests/test_fuzz.py`) draws many more examples and adds programs that run to their
 time limit (an infinite loop, a sleep, a fork bomb).
 """
-import fcntl, json, math, os, re, subprocess, threading, time, uuid
+import fcntl, json, math, os, re, subprocess, tempfile, threading, time, uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -235,9 +236,21 @@ def sentinel():
     p.wait()
 
 @pytest.fixture(autouse=True)
-def nothing_left_behind(sentinel):
+def nothing_left_behind(sentinel, monkeypatch):
+    "After each test: no marked or slot-uid process, no stray file, no temp file or dir this process made and left."
+    made, real_mkdtemp, real_mkstemp = [], tempfile.mkdtemp, tempfile.mkstemp
+    def mkdtemp(*a, **kw):
+        made.append(real_mkdtemp(*a, **kw))
+        return made[-1]
+    def mkstemp(*a, **kw):
+        fd, path = real_mkstemp(*a, **kw)
+        made.append(path)
+        return fd, path
+    monkeypatch.setattr(tempfile, 'mkdtemp', mkdtemp)   # TemporaryDirectory and the sandbox's run dirs use these
+    monkeypatch.setattr(tempfile, 'mkstemp', mkstemp)
     before = _entries()
     yield
+    assert _settled(lambda: [p for p in made if os.path.exists(p)]) == [], "a temp file or dir was left behind"
     assert _settled(marked_processes) == [], "a hostile program's process survived its run"
     assert _settled(slot_processes) == [], "a slot uid still runs processes after its run ended"
     assert _settled(lambda: stray_files(before)) == [], "a run left files outside its directory"
