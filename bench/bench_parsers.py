@@ -83,6 +83,8 @@ TEST_BLOCKS = {
     'spaces after ```': lambda n: _fill(' ', n, '```'),
     'unclosed + ``': lambda n: _fill('``', n, '```input\n'),
     'many blocks': lambda n: _fill('```input\n1\n```\n```output\n1\n```\n', n),
+    'labels, no newline': lambda n: _fill('```input', n),
+    'label, then spaces': lambda n: _fill(' ', n, '```input'),
 }
 ASSERTS = {
     'normal': lambda n: _pad("```python\nassert add(1, 2) == 3\nassert add(2, 2) == 4\n```", n),
