@@ -7,12 +7,14 @@
    kill of the parent, memory, output floods, files written outside the run dir, outputs that attack the action
    parsers) is played as a turn by every registered agent of every registered environment. Garbage must come out as
    a recorded format error (or infra error); a program that ran must carry a typed verdict; nothing solves the task;
-   rewards stay finite; `parse` raises nothing but `FormatError`.
+   rewards stay finite; `parse` raises nothing but `FormatError`. The same catalogue goes through the agents of every
+   preset, with the preset's env and agent kwargs (other games, the compact prompt style, datasets).
 3. Whole rollouts, independent and tree, with policies that answer what hypothesis draws (the catalogue, random
    text with surrogates and control characters, near-miss answers, hostile programs), each within a time bound;
    the trace saves and loads back.
-Environments and agents come from the registry: a new environment joins by registering. One whose extra is missing
-is skipped with the reason; one that cannot be built with its default kwargs (offline, small) is skipped saying so.
+Environments and agents come from the registry (and presets from the configs): a new environment joins by registering.
+One whose extra is missing is skipped with the reason; one that cannot be built offline with its default kwargs (or a
+preset's) is skipped saying so.
 After every test: no process carrying this session's marker is alive, no slot uid runs a process while its slot is
 free, no file owned by a slot uid or named with the marker appeared, no temp file or dir this process made (with
 `tempfile.mkdtemp`/`mkstemp`: run dirs, TemporaryDirectory) is left, and this process's sentinel child is alive.
@@ -292,15 +294,18 @@ def agent_params() -> list:
     return out
 
 _BUILT = {}
-def fresh_env(name:str, seed:int=0):
-    "`make_env(name)` with its default kwargs, reset; skipped (saying why) when that does not work offline."
-    if name not in _BUILT:
+def fresh_env(name:str, seed:int=0, **kwargs):
+    "`make_env(name, **kwargs)`, reset; skipped (saying why) when that does not work offline (defaults: small, no data)."
+    key = (name, json.dumps(kwargs, sort_keys=True, default=str))
+    if key not in _BUILT:
         try:
-            make_env(name).reset(0)
-            _BUILT[name] = None
-        except Exception as e: _BUILT[name] = f"{type(e).__name__}: {e}"
-    if _BUILT[name]: pytest.skip(f"{name} cannot be built with its default kwargs (offline and small): {_BUILT[name]}")
-    env = make_env(name)
+            make_env(name, **kwargs).reset(0)
+            _BUILT[key] = None
+        except Exception as e: _BUILT[key] = f"{type(e).__name__}: {e}"
+    if _BUILT[key]:
+        pytest.skip(f"{name}{f' with {kwargs}' if kwargs else ''} cannot be built offline with "
+                    f"{'these' if kwargs else 'its default'} kwargs: {_BUILT[key]}")
+    env = make_env(name, **kwargs)
     env.reset(seed)
     return env
 
@@ -338,10 +343,10 @@ def finite(x) -> bool: return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 # ---- 2. the catalogue through every agent --------------------------------------------------------------------------
-def play(name, role, response):
+def play(name, role, response, env_kwargs=None, agent_kwargs=None):
     "One turn of `role` on a fresh env with `response`; checks what holds for any response; returns (agent, verdicts)."
-    env = fresh_env(name)
-    agent = make_agent(role)
+    env = fresh_env(name, **(env_kwargs or {}))
+    agent = make_agent(role, **(agent_kwargs or {}))
     agent.update_from_env(env, 0)
     before = verdicts_in(env.state.to_dict())
     try: agent.parse(response)
@@ -379,6 +384,26 @@ def test_slow_hostile_programs_get_a_typed_verdict(name, role):
     for what, prog in hostile(SLOW_HOSTILE).items():
         agent, verdicts = play(name, role, prog)
         assert not ran_program(agent) or agent.infra_error or verdicts, f"{name}/{role}: {what}"
+
+
+def preset_params() -> list:
+    from pettingllms_nb.core.config import list_presets
+    return [pytest.param(p, id=p) for p in list_presets()]
+
+@pytest.mark.parametrize('preset', preset_params())
+def test_every_preset_takes_the_catalogue(preset):
+    "Each preset's env kwargs and agents (other games, prompt styles, datasets): garbage and hostile programs."
+    from pettingllms_nb.engine.rollout import resolve_spec
+    try: spec = resolve_spec(preset)
+    except Exception as e: pytest.skip(f"preset {preset} does not load here: {type(e).__name__}: {e}")
+    for role in spec.turn_order:
+        kw = dict(env_kwargs=spec.env_kwargs, agent_kwargs=spec.agent_kwargs.get(role, {}))
+        for g in GARBAGE.values():
+            agent, verdicts = play(spec.env_name, role, g, **kw)
+            assert agent.format_error or agent.infra_error or verdicts, f"{preset}/{role}: {str(g)[:60]!r} accepted"
+        for what, prog in hostile(HOSTILE).items():
+            agent, verdicts = play(spec.env_name, role, prog, **kw)
+            assert not ran_program(agent) or agent.infra_error or verdicts, f"{preset}/{role}: {what}"
 
 
 # ---- 3. whole rollouts with garbage policies -----------------------------------------------------------------------
