@@ -293,21 +293,32 @@ def agent_params() -> list:
         else: out += [pytest.param(env, role, id=f"{env}/{role}") for role in registry.agents_for(env)]
     return out
 
-_BUILT = {}
-def fresh_env(name:str, seed:int=0, **kwargs):
-    "`make_env(name, **kwargs)`, reset; skipped (saying why) when that does not work offline (defaults: small, no data)."
+_BASES = {}
+def fresh_env(name:str, **kwargs):
+    """A fresh env of `name` reset at seed 0: a clone of one built once with `make_env(name, **kwargs)` (a simulator's
+    reset can take a second); skipped, saying why, when it cannot be built offline (defaults: small, no data)."""
     key = (name, json.dumps(kwargs, sort_keys=True, default=str))
-    if key not in _BUILT:
+    if key not in _BASES:
         try:
-            make_env(name, **kwargs).reset(0)
-            _BUILT[key] = None
-        except Exception as e: _BUILT[key] = f"{type(e).__name__}: {e}"
-    if _BUILT[key]:
+            env = make_env(name, **kwargs)
+            env.reset(0)
+            _BASES[key] = env
+        except Exception as e: _BASES[key] = f"{type(e).__name__}: {e}"
+    if isinstance(_BASES[key], str):
         pytest.skip(f"{name}{f' with {kwargs}' if kwargs else ''} cannot be built offline with "
-                    f"{'these' if kwargs else 'its default'} kwargs: {_BUILT[key]}")
-    env = make_env(name, **kwargs)
-    env.reset(seed)
-    return env
+                    f"{'these' if kwargs else 'its default'} kwargs: {_BASES[key]}")
+    return _BASES[key].clone()
+
+def _close(env):
+    "Release what an env holds (a browser page, a simulator) if it has a `close`."
+    close = getattr(env, 'close', None)
+    if callable(close): close()
+
+@pytest.fixture(scope='module', autouse=True)
+def close_bases():
+    yield
+    for env in _BASES.values():
+        if not isinstance(env, str): _close(env)
 
 def turn_orders(name:str) -> list:
     "The env's default turn order, then each registered agent of it that is not in it, alone (single-agent baselines)."
@@ -358,6 +369,7 @@ def play(name, role, response, env_kwargs=None, agent_kwargs=None):
     after = verdicts_in(env.state.to_dict())
     assert all(v in sbx.VERDICTS for v in after), f"{label}: untyped verdicts {[v for v in after if v not in sbx.VERDICTS]}"
     json.dumps(env.state.to_dict())                 # what a trace records stays serialisable
+    _close(env)
     return agent, (after if after != before else [])
 
 @pytest.mark.parametrize('name,role', agent_params())
@@ -386,24 +398,37 @@ def test_slow_hostile_programs_get_a_typed_verdict(name, role):
         assert not ran_program(agent) or agent.infra_error or verdicts, f"{name}/{role}: {what}"
 
 
-def preset_params() -> list:
-    from pettingllms_nb.core.config import list_presets
-    return [pytest.param(p, id=p) for p in list_presets()]
+OUTPUT_ATTACKS = ['nested list after markers', 'bracket flood output', 'backtick flood output', 'undecodable output']
 
-@pytest.mark.parametrize('preset', preset_params())
-def test_every_preset_takes_the_catalogue(preset):
-    "Each preset's env kwargs and agents (other games, prompt styles, datasets): garbage and hostile programs."
+def preset_params() -> list:
+    "One case per distinct (env, env kwargs, role, agent kwargs) that a preset names, with the first preset's name."
+    from pettingllms_nb.core.config import list_presets
     from pettingllms_nb.engine.rollout import resolve_spec
-    try: spec = resolve_spec(preset)
-    except Exception as e: pytest.skip(f"preset {preset} does not load here: {type(e).__name__}: {e}")
-    for role in spec.turn_order:
-        kw = dict(env_kwargs=spec.env_kwargs, agent_kwargs=spec.agent_kwargs.get(role, {}))
-        for g in GARBAGE.values():
-            agent, verdicts = play(spec.env_name, role, g, **kw)
-            assert agent.format_error or agent.infra_error or verdicts, f"{preset}/{role}: {str(g)[:60]!r} accepted"
-        for what, prog in hostile(HOSTILE).items():
-            agent, verdicts = play(spec.env_name, role, prog, **kw)
-            assert not ran_program(agent) or agent.infra_error or verdicts, f"{preset}/{role}: {what}"
+    seen, out = set(), []
+    for preset in list_presets():
+        try: spec = resolve_spec(preset)
+        except Exception as e:
+            out.append(pytest.param(None, None, {}, {}, id=preset, marks=pytest.mark.skip(
+                reason=f"preset {preset} does not load here: {type(e).__name__}: {e}")))
+            continue
+        for role in spec.turn_order:
+            case = (spec.env_name, spec.env_kwargs, role, spec.agent_kwargs.get(role, {}))
+            key = json.dumps(case, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                out.append(pytest.param(*case, id=f"{preset}/{role}"))
+    return out
+
+@pytest.mark.parametrize('name,env_kwargs,role,agent_kwargs', preset_params())
+def test_every_preset_takes_the_catalogue(name, env_kwargs, role, agent_kwargs):
+    "The agents of each preset with its kwargs (other games, prompt styles, datasets): garbage, and outputs that attack."
+    kw = dict(env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
+    for g in GARBAGE.values():
+        agent, verdicts = play(name, role, g, **kw)
+        assert agent.format_error or agent.infra_error or verdicts, f"{name} {env_kwargs}/{role}: {str(g)[:60]!r} accepted"
+    for what, prog in hostile(OUTPUT_ATTACKS).items():
+        agent, verdicts = play(name, role, prog, **kw)
+        assert not ran_program(agent) or agent.infra_error or verdicts, f"{name} {env_kwargs}/{role}: {what}"
 
 
 # ---- 3. whole rollouts with garbage policies -----------------------------------------------------------------------
@@ -423,8 +448,7 @@ def garbage_policy(completions:list) -> ScriptedPolicy:
     return ScriptedPolicy(lambda request: completions[next(it) % len(completions)])
 
 def run_garbage(name, order, mode, completions, tmp_path):
-    env = fresh_env(name)
-    max_turns = min(2, env.max_turns)
+    max_turns = min(2, fresh_env(name).max_turns)
     tr = bounded(lambda: rollout(name, garbage_policy(completions), mode=mode, sample_num=2, seeds=(0,), max_turns=max_turns,
                                  turn_order=order), ROLLOUT_SECONDS, f"{name} {mode} rollout {order}")
     assert len(tr) > 0 and all(e.done for e in tr.episodes)
