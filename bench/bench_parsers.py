@@ -177,7 +177,7 @@ def timed(fn, s, reps:int=3) -> float:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--sizes', default='1,10,100,1000', help='input sizes in kB (1 kB = 1000 characters)')
-    ap.add_argument('--cap', type=float, default=5.0, help='skip larger sizes of a case once a call takes this long (s)')
+    ap.add_argument('--cap', type=float, default=5.0, help='skip the larger sizes of a case after a call this slow (s)')
     ap.add_argument('--budget', type=float, default=2.0, help='acceptance bar: ms per kB of input')
     ap.add_argument('--floor', type=float, default=2.0, help='acceptance bar for small inputs: ms per call')
     ap.add_argument('--only', default='', help='run only parsers whose name contains this')
@@ -214,7 +214,8 @@ def main():
     print()
     if over:
         print(f"OVER BUDGET ({a.budget:g} ms/kB, at least {a.floor:g} ms a call): {len(over)} measurements")
-        for p, c, n, v in over: print(f"  {p} / {c} / {n // KB} kB: {'skipped (too slow)' if v is None else f'{v:.3f} ms/kB'}")
+        for p, c, n, v in over:
+            print(f"  {p} / {c} / {n // KB} kB: {'skipped (too slow)' if v is None else f'{v:.3f} ms/kB'}")
         sys.exit(1)
     print(f"all within budget: every call took under {a.budget:g} ms per kB of input (or under {a.floor:g} ms)")
 

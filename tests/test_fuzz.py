@@ -112,7 +112,8 @@ MARKERS = ['####', '**Actions List**:', 'Answer:', '\\boxed{']   # answer marker
 
 GARBAGE = {
     'empty': '', 'whitespace': ' \n\t' * 1000, 'refusal': 'I refuse.', 'html': "<script>alert('x')</script>",
-    'NUL': '\x00' * 100, 'NUL answer': '#### ["\x00"]', 'boxed NUL': '\\boxed{\x00}', 'boxed surrogate': '\\boxed{\ud800}',
+    'NUL': '\x00' * 100, 'NUL answer': '#### ["\x00"]', 'boxed NUL': '\\boxed{\x00}',
+    'boxed surrogate': '\\boxed{\ud800}',
     'lone surrogates': '\ud800\udfff\udc00 ' * 10 + '#### ["\udc80"]', 'control characters': '\x1b[2J\x07\x08\x7f' * 50,
     'huge prose': 'lorem ipsum ' * 90_000, 'huge line': 'x' * 1_048_577, 'huge digits': '#### [' + '9' * 5000 + ']',
     'backticks': '`' * 1_000_000, 'spaces after fence': '```' + ' ' * 1_000_000,
@@ -183,7 +184,7 @@ def marked_processes() -> list:
 
 def _uid_of(pid:str):
     try:
-        with open(f'/proc/{pid}/status') as f: s = dict(l.split(':', 1) for l in f if ':' in l)
+        with open(f'/proc/{pid}/status') as f: s = dict(x.split(':', 1) for x in f if ':' in x)
     except OSError: return None
     return None if s.get('State', '').strip().startswith('Z') else int(s['Uid'].split()[0])
 
@@ -261,8 +262,9 @@ def nothing_left_behind(sentinel, monkeypatch):
 
 def test_the_leftover_checks_can_fail():
     "A marked process and a marked file outside any sandbox are seen by the checks that guard every test."
-    p = subprocess.Popen(['python3', '-c', f"import ctypes, time; ctypes.CDLL(None).prctl(15, {MARK.encode()!r}, 0, 0, 0); "
-                          "print(flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
+    prog = (f"import ctypes, time; ctypes.CDLL(None).prctl(15, {MARK.encode()!r}, 0, 0, 0); "
+            "print(flush=True); time.sleep(60)")
+    p = subprocess.Popen(['python3', '-c', prog], stdout=subprocess.PIPE)
     before, path = _entries(), f"/tmp/{MARK}-probe"
     try:
         p.stdout.readline()   # the name is set
@@ -278,7 +280,8 @@ def test_the_leftover_checks_can_fail():
 
 # ---- environments and agents, from the registry -------------------------------------------------------------------
 def _unavailable(e) -> str:
-    return f"{e.kind} {e.name} unavailable: {e.reason}" + (f" (pip install 'pettingllms-nb[{e.extra}]')" if e.extra else "")
+    fix = f" (pip install 'pettingllms-nb[{e.extra}]')" if e.extra else ''
+    return f"{e.kind} {e.name} unavailable: {e.reason}{fix}"
 
 def env_params() -> list:
     registry.load()
@@ -326,7 +329,7 @@ def turn_orders(name:str) -> list:
     return [default] + [(r,) for r in registry.agents_for(name) if r not in default]
 
 def bounded(fn, seconds:float, what:str):
-    "`fn()`, failing the test if it does not return within `seconds` (run in a daemon thread, so a stall cannot hang us)."
+    "`fn()`, failing the test if it has not returned after `seconds` (a daemon thread: a stall cannot hang us)."
     box = {}
     def target():
         try: box['value'] = fn()
@@ -367,7 +370,7 @@ def play(name, role, response, env_kwargs=None, agent_kwargs=None):
     assert finite(reward) and all(finite(v) for v in agent.reward_terms.values()), (label, reward, agent.reward_terms)
     assert not env.success, f"{label}: solved the task"
     after = verdicts_in(env.state.to_dict())
-    assert all(v in sbx.VERDICTS for v in after), f"{label}: untyped verdicts {[v for v in after if v not in sbx.VERDICTS]}"
+    assert all(v in sbx.VERDICTS for v in after), f"{label}: untyped verdicts {set(after) - set(sbx.VERDICTS)}"
     json.dumps(env.state.to_dict())                 # what a trace records stays serialisable
     _close(env)
     return agent, (after if after != before else [])
@@ -421,11 +424,11 @@ def preset_params() -> list:
 
 @pytest.mark.parametrize('name,env_kwargs,role,agent_kwargs', preset_params())
 def test_every_preset_takes_the_catalogue(name, env_kwargs, role, agent_kwargs):
-    "The agents of each preset with its kwargs (other games, prompt styles, datasets): garbage, and outputs that attack."
+    "The agents of each preset with its kwargs (other games, prompt styles, datasets): garbage, hostile output."
     kw = dict(env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
     for g in GARBAGE.values():
         agent, verdicts = play(name, role, g, **kw)
-        assert agent.format_error or agent.infra_error or verdicts, f"{name} {env_kwargs}/{role}: {str(g)[:60]!r} accepted"
+        assert agent.format_error or agent.infra_error or verdicts, f"{name} {env_kwargs}/{role}: {g!r:.60} accepted"
     for what, prog in hostile(OUTPUT_ATTACKS).items():
         agent, verdicts = play(name, role, prog, **kw)
         assert not ran_program(agent) or agent.infra_error or verdicts, f"{name} {env_kwargs}/{role}: {what}"
@@ -449,8 +452,10 @@ def garbage_policy(completions:list) -> ScriptedPolicy:
 
 def run_garbage(name, order, mode, completions, tmp_path):
     max_turns = min(2, fresh_env(name).max_turns)
-    tr = bounded(lambda: rollout(name, garbage_policy(completions), mode=mode, sample_num=2, seeds=(0,), max_turns=max_turns,
-                                 turn_order=order), ROLLOUT_SECONDS, f"{name} {mode} rollout {order}")
+    def play_all():
+        return rollout(name, garbage_policy(completions), mode=mode, sample_num=2, seeds=(0,), max_turns=max_turns,
+                       turn_order=order)
+    tr = bounded(play_all, ROLLOUT_SECONDS, f"{name} {mode} rollout {order}")
     assert len(tr) > 0 and all(e.done for e in tr.episodes)
     for s in tr:
         assert finite(s.reward) and all(finite(v) for v in s.reward_terms.values()), (s.agent, s.reward, s.reward_terms)
@@ -462,7 +467,7 @@ def run_garbage(name, order, mode, completions, tmp_path):
 def _rollout_cases() -> list:
     out = []
     for p in env_params():
-        for mode in ('independent', 'tree'): out.append(pytest.param(p.values[0], mode, id=f"{p.id}-{mode}", marks=p.marks))
+        out += [pytest.param(p.values[0], mode, id=f"{p.id}-{mode}", marks=p.marks) for mode in ('independent', 'tree')]
     return out
 
 @pytest.mark.parametrize('name,mode', _rollout_cases())

@@ -133,7 +133,7 @@ def _too_deep(lit:str, limit:int=MAX_LITERAL_DEPTH) -> bool:
     return any(p in t for p in ('[]', '{}', '()'))
 
 def parse_literal(text:str, marker:str|None="####", alone:bool=False) -> Any:
-    "The last bracketed list literal in `text` (after the last `marker` when present; with `alone`, else the whole text)."
+    "The last bracketed list literal in `text`, after the last `marker` when present (with `alone`: else all of it)."
     s = parse_window(text)
     marked = bool(marker) and marker in s
     if marked: s = s.rsplit(marker, 1)[1]

@@ -212,7 +212,7 @@ def parse_call_tests(text:str, fn_name:str) -> tuple[list[dict], list[dict]]:
             with warnings.catch_warnings():   # garbage is an invalid test, not a warning
                 warnings.simplefilter('ignore', SyntaxWarning)
                 node = ast.parse(s).body[0]
-        except (SyntaxError, ValueError, RecursionError, MemoryError):   # a NUL is a ValueError; deep nesting the others
+        except (SyntaxError, ValueError, RecursionError, MemoryError):   # a NUL: ValueError; deep nesting: the others
             invalid.append(_invalid(f"not Python: {clip(s, 120)}"))
             continue
         t = node.test if isinstance(node, ast.Assert) else None
