@@ -114,6 +114,23 @@ TAGS = {   # search_env's tagged answers
     'unclosed': lambda n: _fill('a ', n, '<answer>'), 'long content': lambda n: _fill('a ', n, '<answer>', '</answer>'),
 }
 
+WEB_ACTIONS = {
+    'normal': lambda n: _pad('I will search.\nfill(5, "running shoes")', n),
+    'open quote': lambda n: _fill('x', n, "fill(3, '"), 'escapes': lambda n: _fill('\\n', n, "fill(3, '", "')"),
+    'bare argument': lambda n: _fill('x', n, 'click('), 'commas': lambda n: _fill(',', n, 'fill(', ')'),
+    'calls': lambda n: _fill('click(', n), 'spaces': lambda n: _fill(' ', n, 'click('),
+    'open parens': lambda n: '(' * n,
+}
+VERDICTS = {'normal': lambda n: _pad('reject: the size is wrong', n), 'verdict flood': lambda n: _fill('approve ', n),
+            'reject, long note': lambda n: _fill('x', n, 'reject: ')}
+ALFWORLD = {
+    'normal': lambda n: _pad('Think: the mug is on the desk.\nAction: go to desk 1', n),
+    'action lines': lambda n: _fill('Action: go to desk 1\n', n), 'prefix run': lambda n: _fill('>', n, '', 'action'),
+    'no newline': lambda n: _fill('x', n, 'Action: '),
+    'plan': lambda n: _pad('Plan:\n1. find a mug\n2. take the mug', n), 'plan lines': lambda n: _fill('- x\n', n, 'Plan:\n'),
+    'plan flood': lambda n: _fill('plan:', n),
+}
+
 def _stateful(name):
     "A stateful agent's action parser for `name` (benchmark, style), prompted once so it knows its task."
     def make():
@@ -159,6 +176,10 @@ PARSERS = [
     ('search parse_tagged', _attr('pettingllms_nb.envs.search.agents', 'parse_tagged',
                                   lambda f: lambda s: f(s, ('answer', 'search'))), TAGS),
     ('toy parse_number', _attr('pettingllms_nb.envs.toy.agents', 'parse_number'), LITERALS),
+    ('web parse_action', _attr('pettingllms_nb.envs.web.observation', 'parse_action'), WEB_ACTIONS),
+    ('web parse_verdict', _attr('pettingllms_nb.envs.web.prompts', 'parse_verdict'), VERDICTS),
+    ('alfworld parse_action', _attr('pettingllms_nb.envs.alfworld.agents', 'parse_action'), ALFWORLD),
+    ('alfworld parse_plan', _attr('pettingllms_nb.envs.alfworld.agents', 'parse_plan'), ALFWORLD),
 ]
 
 def once(fn, s) -> float:

@@ -36,7 +36,7 @@ from pettingllms_nb.engine.trace import Trace
 
 TURN_SECONDS = 120      # one agent turn, hostile programs included (the sandbox's limits end them far sooner)
 ROLLOUT_SECONDS = 240   # one whole rollout; a quadratic parser on a 100 kB window takes minutes
-FAST = settings(max_examples=6, derandomize=True, database=None, deadline=None,
+FAST = settings(max_examples=4, derandomize=True, database=None, deadline=None,
                 suppress_health_check=list(HealthCheck))
 DEEP = settings(max_examples=60, derandomize=True, database=None, deadline=None,
                 suppress_health_check=list(HealthCheck))
@@ -103,6 +103,48 @@ def test_all_boxed_finds_the_old_boxes(s):
 def test_the_decimal_rule_finds_what_the_old_pattern_found(s):
     from pettingllms_nb.envs.math.verify_worker import _DECIMAL
     assert bool(_DECIMAL.search(s)) == bool(re.search(r"\d*\.\d+|\d+\.(?!\d)", s))
+
+
+def old_web_args(s, i):
+    "web_env's argument reader before it read regex runs (character by character, any number of arguments)."
+    args, n = [], len(s)
+    while True:
+        while i < n and s[i] in ' \t\r\n': i += 1
+        if i < n and s[i] == ')' and not args: return args, i + 1
+        if i < n and s[i] in '"\'':
+            qc, j, buf = s[i], i + 1, []
+            while j < n and s[j] != qc:
+                if s[j] == '\\' and j + 1 < n:
+                    buf.append({'n': '\n', 't': '\t'}.get(s[j + 1], s[j + 1]))
+                    j += 2
+                else:
+                    buf.append(s[j])
+                    j += 1
+            if j >= n: raise P.FormatError("an unterminated quoted string")
+            arg, i = ''.join(buf), j + 1
+        else:
+            j = i
+            while j < n and s[j] not in ',)\n': j += 1
+            arg, i = s[i:j].strip(), j
+        args.append(arg)
+        while i < n and s[i] in ' \t': i += 1
+        if i < n and s[i] == ',': i += 1
+        elif i < n and s[i] == ')': return args, i + 1
+        else: raise P.FormatError("an action call must end with ')'")
+
+@settings(max_examples=150, derandomize=True, database=None, deadline=None)
+@given(st.text(st.sampled_from(' \t\n,()"\'\\ntx1'), max_size=30))
+def test_web_arguments_are_the_old_arguments(s):
+    "The same arguments as before, up to `MAX_ARGS` (more are not read: no action takes them)."
+    web = pytest.importorskip('pettingllms_nb.envs.web.observation')
+    try: old = old_web_args(s, 0)
+    except P.FormatError as e: old = e
+    try: new = web._args(s, 0)
+    except P.FormatError as e: new = e
+    if isinstance(old, Exception):
+        assert (isinstance(new, Exception) and str(new) == str(old)) or len(new[0]) == web.MAX_ARGS, (old, new)
+    elif len(old[0]) < web.MAX_ARGS: assert new == old
+    else: assert new[0] == old[0][:web.MAX_ARGS]
 
 
 # ---- the catalogue ----------------------------------------------------------------------------------------------
@@ -422,16 +464,26 @@ def preset_params() -> list:
                 out.append(pytest.param(*case, id=f"{preset}/{role}"))
     return out
 
-@pytest.mark.parametrize('name,env_kwargs,role,agent_kwargs', preset_params())
-def test_every_preset_takes_the_catalogue(name, env_kwargs, role, agent_kwargs):
-    "The agents of each preset with its kwargs (other games, prompt styles, datasets): garbage, hostile output."
+SAMPLE = ['NUL answer', 'lone surrogates', 'backticks', 'nested list', 'list in prose', 'markers, nested']
+
+def check_preset(name, env_kwargs, role, agent_kwargs, garbage, attacks):
     kw = dict(env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
-    for g in GARBAGE.values():
+    for g in garbage:
         agent, verdicts = play(name, role, g, **kw)
         assert agent.format_error or agent.infra_error or verdicts, f"{name} {env_kwargs}/{role}: {g!r:.60} accepted"
-    for what, prog in hostile(OUTPUT_ATTACKS).items():
+    for what, prog in hostile(attacks).items():
         agent, verdicts = play(name, role, prog, **kw)
         assert not ran_program(agent) or agent.infra_error or verdicts, f"{name} {env_kwargs}/{role}: {what}"
+
+@pytest.mark.parametrize('name,env_kwargs,role,agent_kwargs', preset_params())
+def test_every_preset_takes_the_catalogue(name, env_kwargs, role, agent_kwargs):
+    "The agents of each preset with its kwargs (other games, prompt styles, datasets): a sample of the catalogue."
+    check_preset(name, env_kwargs, role, agent_kwargs, [GARBAGE[k] for k in SAMPLE], OUTPUT_ATTACKS[:2])
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name,env_kwargs,role,agent_kwargs', preset_params())
+def test_every_preset_takes_the_whole_catalogue(name, env_kwargs, role, agent_kwargs):
+    check_preset(name, env_kwargs, role, agent_kwargs, list(GARBAGE.values()), OUTPUT_ATTACKS)
 
 
 # ---- 3. whole rollouts with garbage policies -----------------------------------------------------------------------
