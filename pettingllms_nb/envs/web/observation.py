@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import urlencode, urljoin, urlsplit
 from fastcore.basics import patch
-from ...core.parsing import FormatError
+from ...core.parsing import FormatError, parse_window
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['VOID', 'SKIP', 'TEXT_INPUTS', 'ARIA_ROLES', 'INTERACTIVE', 'BLOCK', 'MAX_NAME', 'MAX_OBS_CHARS', 'ACTIONS', 'KEYS',
-           'MAX_TEXT', 'TEXT_BASE', 'El', 'parse_html', 'options_of', 'mark', 'role_of', 'visible', 'text_of',
-           'name_of', 'node_of', 'render_node', 'tree', 'Observation', 'observe_html', 'Action', 'parse_action',
-           'same_site', 'check_action', 'match_option', 'ActResult', 'TextBrowser']
+           'MAX_TEXT', 'MAX_ARGS', 'TEXT_BASE', 'El', 'parse_html', 'options_of', 'mark', 'role_of', 'visible',
+           'text_of', 'name_of', 'node_of', 'render_node', 'tree', 'Observation', 'observe_html', 'Action',
+           'parse_action', 'same_site', 'check_action', 'match_option', 'ActResult', 'TextBrowser']
 
 # %% ../../../nbs/envs/web/92_web_observation.ipynb #5de1d8f0
 VOID = {'area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr'}
@@ -292,11 +292,15 @@ class Action:
     def to_dict(self) -> dict: return {'kind': self.kind, 'id': self.id, 'text': self.text}
 
 # %% ../../../nbs/envs/web/92_web_observation.ipynb #44982730
+_SPACE, _BARE = re.compile(r"[ \t\r\n]*"), re.compile(r"[^,)\n]*")
+_QUOTED = {q: re.compile(rf"[^\\{q}]+") for q in '"\''}   # a run of characters that neither escape nor end a string
+MAX_ARGS = 3   # one more than any action takes: enough to say "got 3"
+
 def _args(s:str, i:int) -> tuple[list[str], int]:
-    "Arguments of a call whose '(' ends at `i`: `(args, index after ')')`."
+    "Arguments of a call whose '(' ends at `i`: `(args, index after ')')` (at most `MAX_ARGS`; regex runs, not chars)."
     args, n = [], len(s)
-    while True:
-        while i < n and s[i] in ' \t\r\n': i += 1
+    while len(args) < MAX_ARGS:
+        i = _SPACE.match(s, i).end()
         if i < n and s[i] == ')' and not args: return args, i + 1
         if i < n and s[i] in '"\'':
             qc, j, buf = s[i], i + 1, []
@@ -304,20 +308,24 @@ def _args(s:str, i:int) -> tuple[list[str], int]:
                 if s[j] == '\\' and j + 1 < n:
                     buf.append({'n': '\n', 't': '\t'}.get(s[j + 1], s[j + 1]))
                     j += 2
-                else:
+                elif s[j] == '\\':
                     buf.append(s[j])
                     j += 1
+                else:
+                    m = _QUOTED[qc].match(s, j)
+                    buf.append(m.group())
+                    j = m.end()
             if j >= n: raise FormatError("an unterminated quoted string")
             arg, i = ''.join(buf), j + 1
         else:
-            j = i
-            while j < n and s[j] not in ',)\n': j += 1
+            j = _BARE.match(s, i).end()
             arg, i = s[i:j].strip(), j
         args.append(arg)
         while i < n and s[i] in ' \t': i += 1
         if i < n and s[i] == ',': i += 1
         elif i < n and s[i] == ')': return args, i + 1
         else: raise FormatError("an action call must end with ')'")
+    return args, i
 
 # %% ../../../nbs/envs/web/92_web_observation.ipynb #8ab1ef27
 def _id(a:str) -> int:
@@ -328,7 +336,7 @@ def _id(a:str) -> int:
 def parse_action(response) -> Action:
     "The last action call in `response`; `FormatError` if there is none or it is malformed."
     if not isinstance(response, str): raise FormatError("the response is not text")
-    m = None
+    response, m = parse_window(response), None     # the last 100k characters, as every parser reads
     for m in _CALL.finditer(response): pass
     if m is None: raise FormatError(f"no action found; reply with one of {', '.join(a + '(...)' for a in ACTIONS)}")
     kind = 'fill' if m.group(1) == 'type' else m.group(1)

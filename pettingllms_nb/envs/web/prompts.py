@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_prompts.html.
 # %% ../../../nbs/envs/web/95a_web_prompts.ipynb #607fff3a
 from __future__ import annotations
 import re
-from ...core.parsing import FormatError
+from ...core.parsing import FormatError, parse_window
 
 # %% auto #0
 __all__ = ['NAVIGATOR_INTRO', 'SINGLE_INTRO', 'ACTION_HELP', 'VERIFIER_INTRO', 'VERIFY_HELP', 'navigator_prompt', 'actions_text',
@@ -56,7 +56,7 @@ _VERDICT = re.compile(r'\b(approve[sd]?|reject(?:s|ed)?|pass)\b', re.I)
 def parse_verdict(response) -> tuple[str, str]:
     "`('approve' | 'reject' | 'pass', note)` from the verifier's reply; `FormatError` if it has none."
     if not isinstance(response, str): raise FormatError("the response is not text")
-    m = None
+    response, m = parse_window(response), None     # the last 100k characters, as every parser reads
     for m in _VERDICT.finditer(response): pass
     if m is None: raise FormatError("no verdict; reply approve, or reject: <what to fix>")
     word = m.group(1).lower()
