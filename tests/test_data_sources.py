@@ -344,6 +344,21 @@ def test_a_config_names_a_source_and_a_missing_one_fails_at_make_env(tmp_path, d
     with pytest.raises(ConfigError, match="did you mean 'dev'"): load_config('tiny_search_hotpotqa', ['env.split=dve'])
 
 
+def test_the_gpu_presets_name_their_sources(tmp_path, data_root, monkeypatch):
+    "gpu_code and gpu_alfworld_real read CodeContests and ALFWorld through the data directory, not a path to guess."
+    cfg = load_config('gpu_code_qwen3_1.7b_lora')
+    kw = env_kwargs(cfg)
+    assert (kw['source'], kw['split'], 'dataset' in kw) == ('codecontests', 'train', False)
+    with pytest.raises(DataMissing, match="pettingllms-nb data prepare codecontests --split train"):
+        make_env('code_env', **kw)
+    prepare('codecontests', split='train', from_path=write_jsonl(tmp_path / 'train.jsonl', [ROWS['codecontests'][1]]))
+    assert [p['id'] for p in make_env('code_env', seed=0, **kw).problems] == ['1234_A. Sum']
+    kw = env_kwargs(load_config('gpu_alfworld_real_qwen3_1.7b_lora'))
+    assert (kw['source'], kw['split']) == ('alfworld', 'train')
+    monkeypatch.setenv('ALFWORLD_DATA', str(tmp_path / 'no_alfworld_here'))   # not where alfworld-download puts it
+    with pytest.raises(DataMissing, match="alfworld-download"): make_env('alfworld_env', **kw)
+
+
 def test_an_explicit_path_still_works_and_contradictions_are_errors(tmp_path):
     f = write_jsonl(tmp_path / 'mine.jsonl', [ROWS['aime24'][1]])
     env = make_env('math_env', seed=0, source='aime24', path=str(f))      # nothing prepared: the file is yours
