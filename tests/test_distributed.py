@@ -80,3 +80,30 @@ def test_checkpoint_resume_is_exact(ckpt_run):
 def test_strategy_is_checked():
     with pytest.raises(ValueError, match="strategy='zero3'"): D.Distributed('zero3')
     with pytest.raises(ValueError, match="needs GPUs"): D.Distributed('fsdp', cpu=True)
+
+
+OV = ['training.total_training_steps=4', 'training.train_batch_size=2', 'training.train_sample_num=2',
+      'training.val_freq=0', 'training.warmstart_steps=20', 'training.micro_batch_size=3']
+
+
+def rank_trainer(rank, out_dir, distributed):
+    "One Trainer step of the tiny Plan-Path preset (the same seed on every rank), then a checkpoint."
+    from pettingllms_nb.training.trainer import Trainer
+    tr = Trainer('tiny_plan_path', OV, out_dir=out_dir, progress=False)
+    if distributed: tr.distribute(D.Distributed(cpu=True))
+    m = tr.train_step()
+    path = tr.save_checkpoint()
+    return _weights(tr.units[0].params()), {k: v for k, v in m.items() if k.startswith('shared/')}, str(path)
+
+
+def test_trainer_step_across_two_ranks_equals_one_process(tmp_path):
+    from pettingllms_nb.training.trainer import Trainer
+    Trainer('tiny_plan_path', OV, out_dir=tmp_path, progress=False)        # builds the warm-started base once
+    (w_one, m_one, _), = D.launch(rank_trainer, 1, str(tmp_path), False)
+    (w0, m0, p0), (w1, m1, p1) = D.launch(rank_trainer, 2, str(tmp_path), True)
+    assert all(torch.equal(a, b) for a, b in zip(w0, w1)) and p0 == p1
+    assert _max_diff(w0, w_one) < 1e-6
+    assert m0['shared/sequences'] == m_one['shared/sequences'] > 0
+    assert abs(m0['shared/pg_loss'] - m_one['shared/pg_loss']) < 1e-6
+    resumed = Trainer('tiny_plan_path', OV, out_dir=tmp_path, resume=True, progress=False)   # rank 0's checkpoint
+    assert resumed.step == 1 and all(torch.equal(a, b) for a, b in zip(resumed.units[0].params(), w0))
