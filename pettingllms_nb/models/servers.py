@@ -17,8 +17,8 @@ from .openai import OpenAIPolicy, OpenAIServerError, _httpx, _server_message
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['LORA_HINT', 'ServerParityError', 'AdapterLoadError', 'PolicyServers', 'adapter_fingerprint', 'standin_logprobs',
-           'StandInReference', 'StandInServer']
+__all__ = ['LORA_HINT', 'ServerParityError', 'AdapterLoadError', 'PolicyServers', 'serve_trainer', 'adapter_fingerprint',
+           'standin_logprobs', 'StandInReference', 'StandInServer']
 
 # %% ../../nbs/models/58_policy_servers.ipynb #897662db
 class ServerParityError(RuntimeError):
@@ -186,6 +186,29 @@ def check_parity(self:PolicyServers, roles=None, reference=None, **kw) -> dict:
     "`acheck_parity` from synchronous code."
     from pettingllms_nb.engine.policies import run_sync
     return run_sync(self.acheck_parity(roles, reference, **kw))
+
+# %% ../../nbs/models/58_policy_servers.ipynb #a075536f
+class _UnitsReference:
+    "The trainer's policies as the parity check's reference: `logprobs(..., adapter=role)` on the role's unit."
+    def __init__(self, units): self.by_role = {r: u for u in units for r in u.roles}
+    def logprobs(self, prompt_ids, completion_ids, adapter=None, **kw):
+        u = self.by_role[adapter]
+        return u.policy.logprobs(prompt_ids, completion_ids, adapter=u.adapter, **kw)
+
+def serve_trainer(trainer, servers:PolicyServers, root=None, parity:bool=True):
+    "Roll `trainer` out on `servers`, serving its adapters now and after every step; returns the `fit` callback."
+    bad = [u.name for u in trainer.units if u.adapter is None]
+    if bad: raise ValueError(f"serve_trainer: units {bad} train whole models (full_finetune); servers load LoRA adapters")
+    root = Path(root or Path(trainer.out) / 'served_adapters')
+    def push(tr, metrics=None):
+        paths = {}
+        for u in tr.units:
+            d = u.policy.save_adapter(u.adapter, root / f"step_{tr.step:06d}" / u.name)
+            paths.update({r: d for r in u.roles})
+        return servers.reload_adapters(paths, _UnitsReference(tr.units) if parity else None, parity=parity)
+    push(trainer)
+    trainer.policies = {r: servers for r in trainer.roles}
+    return push
 
 # %% ../../nbs/models/58_policy_servers.ipynb #ba985ef4
 def adapter_fingerprint(path) -> str:
