@@ -29,6 +29,7 @@ def _ray():
 def ray_init(address:str|None=None,      # a cluster to join (default: $RAY_ADDRESS; none: start a local one)
              num_cpus:int|None=None,     # CPUs of a local cluster (default: all)
              temp_dir:str|None=None,     # where a local cluster keeps its sockets and logs (default: Ray's)
+             retries:int=2,              # new tries when a local cluster does not come up in Ray's 30 s (a loaded machine)
              **kwargs):                  # anything else `ray.init` takes
     "Connect to Ray once per process: join `address`, else start a private local cluster; returns the `ray` module."
     ray = _ray()
@@ -39,7 +40,14 @@ def ray_init(address:str|None=None,      # a cluster to join (default: $RAY_ADDR
     else:
         kw = dict(num_cpus=num_cpus, include_dashboard=False, _node_ip_address='127.0.0.1', log_to_driver=False,
                   _temp_dir=temp_dir)
-        ray.init(**{k: v for k, v in kw.items() if v is not None or k == 'num_cpus'}, **kwargs)
+        for attempt in range(retries + 1):
+            try:
+                ray.init(**{k: v for k, v in kw.items() if v is not None or k == 'num_cpus'}, **kwargs)
+                break
+            except Exception as e:   # Ray raises a bare Exception when its node does not register in time
+                if 'timed out during startup' not in str(e) or attempt == retries: raise
+                _log.warning("ray: the local cluster did not start in time (%s); trying again", e)
+                ray.shutdown()
     _log.info("ray: %s", 'joined ' + address if address else f"started a local cluster ({ray.cluster_resources()})")
     return ray
 
