@@ -142,15 +142,16 @@ async def _turn(pool, eps, pol, samp, role, turn, trace, prompts=None):
         ep['state_id'] = ep['kept'][-1].id
 
 # %% ../../nbs/scale/66_env_actors.ipynb #3b528ed6
-async def aremote_rollout(pool:EnvActorPool, policies, seeds=(0,), n:int=1, sampling:dict|None=None) -> Trace:
-    "`n` independent rollouts per seed with the episodes held by `pool`'s actors; a `Trace` like the engine's."
+async def aremote_rollout(pool:EnvActorPool, policies, seeds=(0,), sample_num:int=1, sampling:dict|None=None) -> Trace:
+    "`sample_num` independent rollouts per seed with the episodes held by `pool`'s actors; a `Trace` like the engine's."
     s, ray = pool.spec, pool.ray
     pol = resolve_policies(policies, s.turn_order)
     samp = {r: {**s.sampling.get(r, {}), **(sampling or {})} for r in s.turn_order}
-    trace = Trace(meta=dict(env=s.env_name, env_kwargs=s.env_kwargs, turn_order=s.turn_order, mode='independent', n=n,
-                            schedule=s.schedule, select='best', seeds=list(seeds), actors=len(pool.actors)))
+    trace = Trace(meta=dict(env=s.env_name, env_kwargs=s.env_kwargs, turn_order=s.turn_order, mode='independent',
+                            sample_num=sample_num, schedule=s.schedule, seeds=list(seeds), select='best',
+                            actors=len(pool.actors)))
     eps = [{'key': f"{sd}#{r}", 'seed': sd, 'r': r, 'actor': k % len(pool.actors), 'kept': []}
-           for k, (sd, r) in enumerate((sd, r) for sd in seeds for r in range(n))]
+           for k, (sd, r) in enumerate((sd, r) for sd in seeds for r in range(sample_num))]
     opened = await asyncio.gather(*[pool.actors[ep['actor']].open.remote(ep['key'], ep['seed']) for ep in eps])
     for ep, o in zip(eps, opened):
         ep['uid'], ep['root'] = o['problem_uid'], f"{o['problem_uid']}#{ep['r']}"
@@ -178,6 +179,6 @@ async def aremote_rollout(pool:EnvActorPool, policies, seeds=(0,), n:int=1, samp
                                       ep['state_id'], rewards, sum(st.format_error is not None for st in ep['kept'])))
     return trace
 
-def remote_rollout(pool:EnvActorPool, policies, seeds=(0,), n:int=1, sampling:dict|None=None) -> Trace:
+def remote_rollout(pool:EnvActorPool, policies, seeds=(0,), sample_num:int=1, sampling:dict|None=None) -> Trace:
     "`aremote_rollout` from synchronous code (also inside a notebook's running event loop)."
-    return run_sync(aremote_rollout(pool, policies, seeds, n, sampling))
+    return run_sync(aremote_rollout(pool, policies, seeds, sample_num, sampling))
