@@ -10,7 +10,7 @@ core) on the same programs. The machine is shared: the load average is printed b
 
     python bench/bench_scale.py [--actors 1,2,4,8] [--programs 48] [--workload latency,cpu] [--json FILE]
 """
-import argparse, asyncio, json, os, time
+import argparse, json, os, time
 from pettingllms_nb.engine.policies import run_sync
 from pettingllms_nb.sandbox import SandboxWorker, _cores
 from pettingllms_nb.scale.cluster import ray_init, ray_shutdown

@@ -34,7 +34,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     bad = [s for s in a.sections if s not in SECTIONS]
     if bad:
         hint = {b: difflib.get_close_matches(b, SECTIONS, n=1) for b in bad}
-        p.error(f"--sections: unknown {bad} (did you mean {[h[0] for h in hint.values() if h]}?); allowed: {list(SECTIONS)}")
+        near = [h[0] for h in hint.values() if h]
+        p.error(f"--sections: unknown {bad} (did you mean {near}?); allowed: {list(SECTIONS)}")
     if a.max_seconds <= 0: p.error(f"--max-seconds={a.max_seconds}: expected a number of seconds > 0")
     if a.layers is not None and a.layers < 1: p.error(f"--layers={a.layers}: expected an integer >= 1")
     return a
@@ -71,7 +72,8 @@ def count_params(config) -> int:
 
 def trainer_overrides(model_path, out_dir) -> list:
     "Overrides of the one-GPU LoRA preset for a two-step Trainer run on the locally built model."
-    return [f"base_models.policy_0.path={model_path}", f"training.output_dir={out_dir}", 'training.total_training_steps=2',
+    return [f"base_models.policy_0.path={model_path}", f"training.output_dir={out_dir}",
+            'training.total_training_steps=2',
             'training.train_batch_size=4', 'training.train_sample_num=4', 'training.val_freq=0', 'training.save_freq=0',
             'training.max_response_length=32', 'training.micro_batch_size=8', 'training.lr=1.0e-5',
             'training.experiment_name=gpu_check']
@@ -92,10 +94,12 @@ def write_report(path, report:dict) -> Path:
 def gpu_or_refuse() -> dict:
     "The GPU's facts, or `Refused` with what is missing."
     try: import torch
-    except ImportError: raise Refused("gpu-check: torch is not installed (source scripts/venv.sh dev,train); nothing was run")
+    except ImportError:
+        raise Refused("gpu-check: torch is not installed (source scripts/venv.sh dev,train); nothing was run") from None
     if not torch.cuda.is_available():
         raise Refused("gpu-check: no CUDA GPU is visible (torch.cuda.is_available() is False; torch "
-                      f"{torch.__version__}, CUDA build {torch.version.cuda}); this check needs one GPU. Nothing was run.")
+                      f"{torch.__version__}, CUDA build {torch.version.cuda}); this check needs one GPU. "
+                      "Nothing was run.")
     p = torch.cuda.get_device_properties(0)
     return {'name': p.name, 'memory_gib': round(p.total_memory / 2**30, 1), 'count': torch.cuda.device_count(),
             'torch': torch.__version__, 'cuda': torch.version.cuda}
@@ -217,7 +221,8 @@ def run(args, gpu:dict) -> dict:
             res = {'ok': False, 'error': f"{type(e).__name__}: {e}", 'traceback': traceback.format_exc()[-2000:]}
         res['section_seconds'] = round(time.perf_counter() - t, 2)
         report['sections'][name] = res
-        print(f"[gpu-check] {name}: {'ok' if res['ok'] else res.get('error')} ({res['section_seconds']} s)", file=sys.stderr)
+        said = 'ok' if res['ok'] else res.get('error') or res.get('skipped')
+        print(f"[gpu-check] {name}: {said} ({res['section_seconds']} s)", file=sys.stderr)
         write_report(args.out, {**report, 'total_seconds': round(time.perf_counter() - t0, 2), 'partial': True})
     report['total_seconds'] = round(time.perf_counter() - t0, 2)
     report['ok'] = all(s.get('ok') for s in report['sections'].values())

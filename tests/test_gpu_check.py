@@ -42,15 +42,20 @@ def test_trainer_config_is_valid_on_the_built_model(tmp_path):
 
 
 def test_report_is_written_atomically(tmp_path):
-    out = gc.write_report(tmp_path / 'sub' / 'r.json', {'sections': {'build': {'ok': True, 'params': 3}}, 'p': Path('x')})
+    report = {'sections': {'build': {'ok': True, 'params': 3}}, 'p': Path('x')}
+    out = gc.write_report(tmp_path / 'sub' / 'r.json', report)
     assert json.loads(out.read_text()) == {'sections': {'build': {'ok': True, 'params': 3}}, 'p': 'x'}
     assert not list(out.parent.glob('*.tmp'))
 
 
 def test_sections_fail_alone_and_the_budget_skips(tmp_path, monkeypatch):
     calls = []
-    def ok(ctx): calls.append('build'); return {'params': 1}
-    def boom(ctx): calls.append('vllm'); raise RuntimeError('no vllm here')
+    def ok(ctx):
+        calls.append('build')
+        return {'params': 1}
+    def boom(ctx):
+        calls.append('vllm')
+        raise RuntimeError('no vllm here')
     monkeypatch.setattr(gc, 'RUNNERS', {**gc.RUNNERS, 'build': ok, 'vllm': boom, 'parity': ok})
     args = gc.parse_args(['--out', str(tmp_path / 'r.json'), '--sections', 'vllm,parity', '--workdir', str(tmp_path)])
     rep = gc.run(args, {'name': 'test'})

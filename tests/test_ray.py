@@ -3,7 +3,8 @@ import asyncio, os, tempfile, time
 from importlib.util import find_spec
 import pytest
 
-if find_spec('ray') is None: pytest.skip("needs the [ray] extra: pip install 'pettingllms-nb[ray]'", allow_module_level=True)
+if find_spec('ray') is None:
+    pytest.skip("needs the [ray] extra: pip install 'pettingllms-nb[ray]'", allow_module_level=True)
 
 from pettingllms_nb.core.config import load_config
 from pettingllms_nb.engine.policies import run_sync
@@ -106,7 +107,8 @@ def test_an_actor_that_keeps_dying_is_an_infra_error_never_a_zero(cluster):
 
 
 def test_config_selects_the_ray_worker(cluster):
-    cfg = load_config('tiny_plan_path', ['resource.worker=ray', 'resource.sandbox_actors=1', 'resource.sandbox_slots=1'])
+    cfg = load_config('tiny_plan_path', ['resource.worker=ray', 'resource.sandbox_actors=1',
+                                         'resource.sandbox_slots=1'])
     w = make_run_worker(cfg)
     try:
         assert isinstance(w, RayWorker) and len(w.actors) == 1 and w.slots == 1

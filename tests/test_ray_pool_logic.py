@@ -113,7 +113,8 @@ def test_other_failures_are_infra_errors_and_arguments_are_checked(fake):
     with pytest.raises(ValueError, match='slots=0'): rp.RayWorker(slots=0)
 
 
-@pytest.mark.parametrize('env, seeds, schedule', [('toy_relay', range(4), None), ('toy_relay', range(3), 'simultaneous'),
+@pytest.mark.parametrize('env, seeds, schedule', [('toy_relay', range(4), None),
+                                                  ('toy_relay', range(3), 'simultaneous'),
                                                   ('stateful_plan_path', range(3), None)])
 def test_remote_rollout_plays_the_engines_episodes(fake, monkeypatch, env, seeds, schedule):
     from pettingllms_nb.core.registry import registry

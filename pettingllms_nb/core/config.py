@@ -390,16 +390,17 @@ def check_resource(cfg) -> list:
     if train is not None and not 0 <= train <= r.n_gpus_per_node:
         e.append(f"resource.n_training_gpus_per_node={train!r}: allowed values are 0..{r.n_gpus_per_node} "
                  f"(resource.n_gpus_per_node), or null for all of them")
-    elif train is not None and r.tensor_model_parallel_size >= 1 and (r.n_gpus_per_node - train) % r.tensor_model_parallel_size:
-        e.append(f"resource.tensor_model_parallel_size={r.tensor_model_parallel_size!r}: the {r.n_gpus_per_node - train} "
-                 f"rollout GPUs per node (n_gpus_per_node - n_training_gpus_per_node) must be whole servers; allowed "
-                 f"values divide {r.n_gpus_per_node - train}")
+    elif train is not None and (tp := r.tensor_model_parallel_size) >= 1 and (r.n_gpus_per_node - train) % tp:
+        e.append(f"resource.tensor_model_parallel_size={tp!r}: the {r.n_gpus_per_node - train} rollout GPUs per node "
+                 f"(n_gpus_per_node - n_training_gpus_per_node) must be whole servers; allowed values divide "
+                 f"{r.n_gpus_per_node - train}")
     if r.nnodes > 1 and r.worker != 'ray':
-        e.append(f"resource.nnodes={r.nnodes!r} with resource.worker={r.worker!r}: several nodes need resource.worker='ray' "
-                 f"(the local pool runs on one machine)")
+        e.append(f"resource.nnodes={r.nnodes!r} with resource.worker={r.worker!r}: several nodes need "
+                 f"resource.worker='ray' (the local pool runs on one machine)")
     for i, url in enumerate(r.policy_servers):
         if not re.fullmatch(r'https?://[^\s/]+(/\S*)?', str(url)):
-            e.append(f"resource.policy_servers[{i}]={url!r}: allowed values are http(s) base URLs, e.g. 'http://127.0.0.1:8000/v1'")
+            e.append(f"resource.policy_servers[{i}]={url!r}: allowed values are http(s) base URLs, "
+                     f"e.g. 'http://127.0.0.1:8000/v1'")
     if len(set(r.policy_servers)) != len(r.policy_servers):
         e.append(f"resource.policy_servers={list(r.policy_servers)!r}: allowed values name each server once")
     return e

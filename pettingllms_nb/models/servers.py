@@ -50,7 +50,8 @@ class PolicyServers(Policy):
     def urls(self) -> list: return [s.base_url for s in self.servers]
 
     def __repr__(self):
-        return f"PolicyServers({len(self.servers)} servers, model={self.model!r}, served={self.served}, sent={self.sent})"
+        return (f"PolicyServers({len(self.servers)} servers, model={self.model!r}, served={self.served}, "
+                f"sent={self.sent})")
 
 # %% ../../nbs/models/58_policy_servers.ipynb #068c36c9
 @patch
@@ -71,8 +72,8 @@ async def _on(self:PolicyServers, i:int, requests:list, down:set) -> list:
         if j in down: continue
         try: outs = await self.servers[j].agenerate(requests)
         except OpenAIServerError as e:
-            if e.status is not None and e.status < 500 and e.status != 429: raise   # the request is wrong, not the server
-            _log.warning("policy server %s failed (%s); its requests go to the next server", self.servers[j].base_url, e)
+            if e.status is not None and e.status < 500 and e.status != 429: raise   # the request is wrong
+            _log.warning("policy server %s failed (%s); its requests go to the next one", self.servers[j].base_url, e)
             down.add(j)
             continue
         self.sent[j] += len(requests)
@@ -105,7 +106,8 @@ async def _post_json(client, url:str, body:dict, api_key:str|None=None):
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     resp = await client.post(url, json=body, headers=headers)
     if resp.status_code >= 400:
-        raise AdapterLoadError(f"{url} answered HTTP {resp.status_code} for {body}: {_server_message(resp)}; {LORA_HINT}")
+        raise AdapterLoadError(f"{url} answered HTTP {resp.status_code} for {body}: {_server_message(resp)}; "
+                               f"{LORA_HINT}")
     return resp
 
 @patch
@@ -121,7 +123,8 @@ async def _lora_call(self:PolicyServers, route:str, bodies:list) -> list:
 async def areload_adapters(self:PolicyServers, paths:dict, reference=None, parity:bool=True, **parity_kw) -> dict:
     "Load `paths` ({role: adapter dir}) on every server as new versions, switch to them, unload the old; parity-check."
     new = {r: f"{r}@v{self.versions.get(r, 0) + 1}" for r in paths}
-    errs = await self._lora_call('load_lora_adapter', [{'lora_name': new[r], 'lora_path': str(p)} for r, p in paths.items()])
+    bodies = [{'lora_name': new[r], 'lora_path': str(p)} for r, p in paths.items()]
+    errs = await self._lora_call('load_lora_adapter', bodies)
     failed = [e for e in errs if e is not None]
     if failed:
         loaded = [{'lora_name': new[r]} for k, r in enumerate(paths) if any(
@@ -166,7 +169,8 @@ async def acheck_parity(self:PolicyServers, roles=None, reference=None, probe:st
         if not problems:
             for s, c in zip(self.servers[1:], cs[1:]):
                 d = math.inf if c.token_ids != cs[0].token_ids else _max_diff(c.logprobs, cs[0].logprobs)
-                if d > tol: problems.append(f"{s.base_url} disagrees with {self.servers[0].base_url} (max |Δ logprob| {d:.3g})")
+                if d > tol:
+                    problems.append(f"{s.base_url} disagrees with {self.servers[0].base_url} (max |Δ logprob| {d:.3g})")
                 diff = max(diff, d)
             if reference is not None:
                 ref = reference.logprobs([cs[0].meta['prompt_ids']], [cs[0].token_ids], adapter=role)[0]
@@ -198,7 +202,7 @@ class _UnitsReference:
 def serve_trainer(trainer, servers:PolicyServers, root=None, parity:bool=True):
     "Roll `trainer` out on `servers`, serving its adapters now and after every step; returns the `fit` callback."
     bad = [u.name for u in trainer.units if u.adapter is None]
-    if bad: raise ValueError(f"serve_trainer: units {bad} train whole models (full_finetune); servers load LoRA adapters")
+    if bad: raise ValueError(f"serve_trainer: units {bad} train whole models (full_finetune); servers load adapters")
     root = Path(root or Path(trainer.out) / 'served_adapters')
     def push(tr, metrics=None):
         paths = {}
@@ -247,7 +251,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         s = self.server
-        if self.path.rstrip('/') != '/v1/models': return self._send(404, {'error': {'message': f"no route {self.path}"}})
+        if self.path.rstrip('/') != '/v1/models':
+            return self._send(404, {'error': {'message': f"no route {self.path}"}})
         with s.lock: names = [s.model, *s.adapters]
         self._send(200, {'object': 'list', 'data': [{'id': n, 'object': 'model'} for n in names]})
 
@@ -269,7 +274,8 @@ class _Handler(BaseHTTPRequestHandler):
 def _load(self:_Handler, s, body):
     name, path = body.get('lora_name'), body.get('lora_path')
     with s.lock:
-        if name in s.adapters: return self._send(400, {'error': {'message': f"The lora adapter '{name}' has already been loaded."}})
+        if name in s.adapters:
+            return self._send(400, {'error': {'message': f"The lora adapter '{name}' has already been loaded."}})
         if not path or not Path(path).is_dir():
             return self._send(404, {'error': {'message': f"No adapter found at {path!r}"}})
         s.adapters[name] = s.stale.get(name.split('@')[0]) or adapter_fingerprint(path)
@@ -279,7 +285,8 @@ def _load(self:_Handler, s, body):
 def _unload(self:_Handler, s, body):
     with s.lock:
         if s.adapters.pop(body.get('lora_name'), None) is None:
-            return self._send(404, {'error': {'message': f"The lora adapter '{body.get('lora_name')}' cannot be found."}})
+            why = f"The lora adapter '{body.get('lora_name')}' cannot be found."
+            return self._send(404, {'error': {'message': why}})
     self._send(200, {'message': 'Success'})
 
 @patch
@@ -295,7 +302,8 @@ def _chat(self:_Handler, s, body):
         seed = 0 if float(body.get('temperature', 1.0)) == 0 else i + 1
         ids = [int(hashlib.sha256(f"{fp}|{text}|{seed}|{j}".encode()).hexdigest()[:4], 16) % 250 + 3 for j in range(k)]
         lps = standin_logprobs(fp, prompt_ids, ids)
-        ch = {'index': i, 'message': {'role': 'assistant', 'content': ' '.join(map(str, ids))}, 'finish_reason': 'length',
+        ch = {'index': i, 'message': {'role': 'assistant', 'content': ' '.join(map(str, ids))},
+              'finish_reason': 'length',
               'logprobs': {'content': [{'token': f"token_id:{t}", 'logprob': lp} for t, lp in zip(ids, lps)]}}
         if body.get('return_token_ids'): ch['token_ids'] = ids
         choices.append(ch)
@@ -305,12 +313,12 @@ def _chat(self:_Handler, s, body):
 
 # %% ../../nbs/models/58_policy_servers.ipynb #bdc5a61b
 class StandInServer(ThreadingHTTPServer):
-    "A stand-in for a vLLM server with runtime LoRA loading, on 127.0.0.1, recording every call (for tests and notebooks)."
+    "A stand-in for a vLLM server with runtime LoRA loading, on 127.0.0.1, recording every call (tests, notebooks)."
     daemon_threads, request_queue_size = True, 64
     def __init__(self, model:str='base'):
         super().__init__(('127.0.0.1', 0), _Handler)
         self.model, self.base_fp, self.lock = model, hashlib.sha256(model.encode()).hexdigest()[:16], threading.Lock()
-        self.adapters, self.calls, self.fail = {}, [], []   # served name -> fingerprint; (route, body); statuses to fail
+        self.adapters, self.calls, self.fail = {}, [], []   # name -> fingerprint; (route, body); statuses to fail
         self.stale = {}        # role -> a fingerprint this server keeps serving whatever it is told to load (a bug)
         self.url = f"http://127.0.0.1:{self.server_port}/v1"
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/sandbox/ray_pool.html.md""
 
 # %% ../../nbs/sandbox/37_ray_pool.ipynb #92e75627
 from __future__ import annotations
-import asyncio, logging, os, threading
+import logging, os, threading
 from collections import Counter
 from fastcore.basics import patch
 from ..core.registry import register_worker
@@ -53,8 +53,8 @@ class RayWorker:
                  max_retries:int=2,            # re-runs of a program whose actor died, before it is `IE`
                  address:str|None=None,        # Ray cluster to join (default: $RAY_ADDRESS, else a local one)
                  **defaults):                  # `run_code` arguments applied to every run
-        if not isinstance(actors, int) or actors < 1: raise ValueError(f"RayWorker: actors={actors!r}; expected an integer >= 1")
-        if not isinstance(slots, int) or slots < 1: raise ValueError(f"RayWorker: slots={slots!r}; expected an integer >= 1")
+        for k, v in (('actors', actors), ('slots', slots)):
+            if not isinstance(v, int) or v < 1: raise ValueError(f"RayWorker: {k}={v!r}; expected an integer >= 1")
         import ray
         self._owns_ray = not ray.is_initialized()
         self.ray = ray_init(address)
@@ -91,7 +91,8 @@ class RayWorker:
             self.counts[r.verdict] += 1
             return r
         self.counts['IE'] += 1
-        return RunResult('IE', message=f"the Ray sandbox actor died {self.max_retries + 1} times running this program: {why}")
+        why = f"the Ray sandbox actor died {self.max_retries + 1} times running this program: {why}"
+        return RunResult('IE', message=why)
 
 # %% ../../nbs/sandbox/37_ray_pool.ipynb #ff0f3c69
 @patch

@@ -29,7 +29,7 @@ def _ray():
 def ray_init(address:str|None=None,      # a cluster to join (default: $RAY_ADDRESS; none: start a local one)
              num_cpus:int|None=None,     # CPUs of a local cluster (default: all)
              temp_dir:str|None=None,     # where a local cluster keeps its sockets and logs (default: Ray's)
-             retries:int=2,              # new tries when a local cluster does not come up in Ray's 30 s (a loaded machine)
+             retries:int=2,              # new tries when a local cluster misses Ray's 30 s start-up (a loaded machine)
              **kwargs):                  # anything else `ray.init` takes
     "Connect to Ray once per process: join `address`, else start a private local cluster; returns the `ray` module."
     ray = _ray()

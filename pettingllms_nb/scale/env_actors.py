@@ -6,7 +6,8 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/scale/env_actors.html.md""
 
 # %% ../../nbs/scale/66_env_actors.ipynb #a513a2cc
 from __future__ import annotations
-import asyncio, logging, random
+import asyncio, logging
+from fastcore.basics import patch
 from ..core.agent import run_sync
 from ..engine.policies import Completion, Request
 from ..engine.rollout import resolve_policies, resolve_spec
@@ -37,8 +38,6 @@ class EnvActor:
         return {'problem_uid': env.problem_uid, 'state': env.state.to_dict(), 'max_turns': env.max_turns}
 
 # %% ../../nbs/scale/66_env_actors.ipynb #d20023b8
-from fastcore.basics import patch
-
 @patch
 def start_turn(self:EnvActor, key:str) -> bool:
     "Clear the agents' skip flags; whether the episode is still running."
@@ -62,7 +61,8 @@ def act(self:EnvActor, key:str, role:str, response:str) -> dict:
     a = agents[role]
     run_sync(atake_turn(a, env, response, self.worker))
     self.steps += 1
-    return dict(prompt=a.current_prompt, action=a.current_action, format_error=a.format_error, infra_error=a.infra_error,
+    return dict(prompt=a.current_prompt, action=a.current_action, format_error=a.format_error,
+                infra_error=a.infra_error,
                 reward=float(a.agent_reward), reward_terms=dict(a.reward_terms), state_after=env.state.to_dict(),
                 done=bool(env.done), success=bool(env.success), agent_success=bool(a.success))
 
@@ -124,7 +124,8 @@ def _step(ep:dict, role:str, turn:int, comp:Completion, rec:dict) -> Step:
                 format_error=rec['format_error'], infra_error=rec['infra_error'], reward=rec['reward'],
                 reward_terms=rec['reward_terms'], state_after=rec['state_after'], rollout_idx=ep['r'],
                 group_id=f"{ep['uid']}|t{turn}|{role}", done=rec['done'], success=rec['success'],
-                token_ids=comp.token_ids, logprobs=comp.logprobs, meta={**comp.meta, 'agent_success': rec['agent_success']})
+                token_ids=comp.token_ids, logprobs=comp.logprobs,
+                meta={**comp.meta, 'agent_success': rec['agent_success']})
 
 # %% ../../nbs/scale/66_env_actors.ipynb #6dd249ed
 async def _turn(pool, eps, pol, samp, role, turn, trace, prompts=None):
@@ -144,7 +145,7 @@ async def _turn(pool, eps, pol, samp, role, turn, trace, prompts=None):
 # %% ../../nbs/scale/66_env_actors.ipynb #3b528ed6
 async def aremote_rollout(pool:EnvActorPool, policies, seeds=(0,), sample_num:int=1, sampling:dict|None=None) -> Trace:
     "`sample_num` independent rollouts per seed with the episodes held by `pool`'s actors; a `Trace` like the engine's."
-    s, ray = pool.spec, pool.ray
+    s = pool.spec
     pol = resolve_policies(policies, s.turn_order)
     samp = {r: {**s.sampling.get(r, {}), **(sampling or {})} for r in s.turn_order}
     trace = Trace(meta=dict(env=s.env_name, env_kwargs=s.env_kwargs, turn_order=s.turn_order, mode='independent',

@@ -38,7 +38,8 @@ def step_time(c:StepCosts, nodes:int, cores_per_node:int=32, rollout_gpus_per_no
           'generation': c.tokens / (c.tokens_per_s_per_gpu * max(1, nodes * rollout_gpus_per_node)),
           'update': c.update_s / max(1, nodes * train_gpus_per_node)}
     return {**{k: round(v, 2) for k, v in st.items()}, 'reload': c.reload_s,
-            'step': round(max(st['driver'], st['sandbox'], st['envs'], st['generation']) + st['update'] + c.reload_s, 2),
+            'step': round(max(st['driver'], st['sandbox'], st['envs'], st['generation']) + st['update']
+                          + c.reload_s, 2),
             'bottleneck': max(('driver', 'sandbox', 'envs', 'generation'), key=st.get)}
 
 # %% ../../nbs/scale/67_scale_out.ipynb #73aa3c78
@@ -79,6 +80,7 @@ def throughput_curve(actors=(1, 2, 4, 8), workload:str='latency', programs:int=3
             run_sync(_timed(w, code, expected, 2 * k * slots))        # start every actor and its sandbox
             dt, rs = run_sync(_timed(w, code, expected, programs))
         finally: w.close()
-        out.append(CurvePoint(k, programs, round(dt, 3), round(programs / dt, 2), verdicts=dict(Counter(r.verdict for r in rs))))
+        out.append(CurvePoint(k, programs, round(dt, 3), round(programs / dt, 2),
+                              verdicts=dict(Counter(r.verdict for r in rs))))
     for p in out: p.speedup = round(p.per_s / out[0].per_s, 2)
     return out

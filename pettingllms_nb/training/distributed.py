@@ -7,6 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/training/distributed.html.
 # %% ../../nbs/training/54_distributed.ipynb #cd0b9e01
 from __future__ import annotations
 import contextlib, logging, math, os, socket, tempfile
+from fastcore.basics import patch
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,8 +44,8 @@ class Distributed:
         cpu = not torch.cuda.is_available() if cpu is None else cpu
         if strategy == 'fsdp' and cpu:
             raise ValueError("strategy='fsdp' needs GPUs (accelerate's FSDP runs on CUDA devices); on a CPU use 'ddp'")
-        kw = ({'kwargs_handlers': [DistributedDataParallelKwargs(find_unused_parameters=True)]} if strategy == 'ddp' else
-              {'fsdp_plugin': FullyShardedDataParallelPlugin(use_orig_params=True, sync_module_states=True)})
+        if strategy == 'ddp': kw = {'kwargs_handlers': [DistributedDataParallelKwargs(find_unused_parameters=True)]}
+        else: kw = {'fsdp_plugin': FullyShardedDataParallelPlugin(use_orig_params=True, sync_module_states=True)}
         self.acc = Accelerator(cpu=cpu, **kw)
         self.strategy, self.rank, self.world_size = strategy, self.acc.process_index, self.acc.num_processes
         self.device, self._wrapped = self.acc.device, {}
@@ -80,8 +81,6 @@ class _Forward:
     def __getattr__(self, k): return getattr(self._model, k)
 
 # %% ../../nbs/training/54_distributed.ipynb #56e4626b
-from fastcore.basics import patch
-
 @patch
 def wrap(self:Distributed, policy):
     "The strategy's wrapper of `policy.model` (built once per model, with all its trainable parameters)."
@@ -137,7 +136,8 @@ def update_unit(policy, adapter, params:list, optimizer, scheduler, rows:list, *
                 sync = contextlib.nullcontext() if wrapper is None or last else wrapper.no_sync()
                 with sync:
                     pids, cids = [r.prompt_ids for r in mb], [r.token_ids for r in mb]
-                    lp, mask = policy.logprobs(pids, cids, adapter=adapter, temperature=mb[0].temperature, grad=True, padded=True)
+                    lp, mask = policy.logprobs(pids, cids, adapter=adapter, temperature=mb[0].temperature, grad=True,
+                                               padded=True)
                     old = torch.zeros_like(lp)
                     for i, r in enumerate(mb): old[i, :len(r.logprobs)] = torch.tensor(r.logprobs, dtype=old.dtype)
                     ref = None
@@ -145,8 +145,8 @@ def update_unit(policy, adapter, params:list, optimizer, scheduler, rows:list, *
                         with policy.adapter_disabled():
                             ref, _ = policy.logprobs(pids, cids, temperature=mb[0].temperature, grad=False, padded=True)
                     adv = torch.tensor([r.advantage for r in mb], dtype=lp.dtype, device=lp.device)
-                    loss, m = ppo_loss(lp, old.to(lp.device), adv, mask.float(), clip_ratio=clip_ratio, ref_logprobs=ref,
-                                       kl_coef=kl_coef)
+                    loss, m = ppo_loss(lp, old.to(lp.device), adv, mask.float(), clip_ratio=clip_ratio,
+                                       ref_logprobs=ref, kl_coef=kl_coef)
                     w = 0.0 if dummy else mask.sum().item() / total
                     (loss * w * world).backward()
                 for key, v in m.items(): agg[key] = agg.get(key, 0.0) + w * float(v)
@@ -157,7 +157,8 @@ def update_unit(policy, adapter, params:list, optimizer, scheduler, rows:list, *
         scheduler.step()
     finally: policy.model.eval()
     if dist is not None: agg = dict(zip(agg, dist.all_sum(list(agg.values()))))
-    return {**agg, 'grad_norm': float(gn), 'lr': scheduler.get_last_lr()[0], 'sequences': int(n_rows), 'tokens': int(total)}
+    return {**agg, 'grad_norm': float(gn), 'lr': scheduler.get_last_lr()[0], 'sequences': int(n_rows),
+            'tokens': int(total)}
 
 # %% ../../nbs/training/54_distributed.ipynb #d35f9529
 def _free_port() -> int:
@@ -240,7 +241,7 @@ def load_unit_state(path, params:list, optimizer, scheduler):
     import torch
     st = torch.load(path, weights_only=False)
     if len(st['params']) != len(params):
-        raise ValueError(f"{path}: {len(st['params'])} saved parameters for a unit of {len(params)} (a different model?)")
+        raise ValueError(f"{path}: {len(st['params'])} saved parameters for a unit of {len(params)} (another model?)")
     with torch.no_grad():
         for p, v in zip(params, st['params']): p.copy_(v)
     optimizer.load_state_dict(st['optimizer'])
