@@ -11,8 +11,8 @@ __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'LOGGERS', 'ROLLOUT_MODES', 'BRANCH_SEL
            'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys', 'unknown_keys',
            'list_presets', 'preset_path', 'preset_description', 'describe_presets', 'read_yaml', 'parse_overrides',
            'merge_config', 'check_values', 'check_resource', 'check_agents', 'check_models', 'check_registry',
-           'check_config', 'Config', 'load_config', 'agent_roles', 'agent_config', 'env_kwargs', 'agent_kwargs',
-           'agent_policies', 'train_seeds', 'validation_seeds']
+           'check_source', 'check_config', 'Config', 'load_config', 'agent_roles', 'agent_config', 'env_kwargs',
+           'agent_kwargs', 'agent_policies', 'train_seeds', 'validation_seeds']
 
 # %% ../../nbs/core/06_config.ipynb #1319fde6
 import difflib, functools, logging, re
@@ -54,6 +54,8 @@ class EnvConfig:
     max_turns: int = 4                       # turns per episode
     dataset: Optional[str] = None            # training data set, for data-driven environments (code, math)
     split: Optional[str] = None              # data set split
+    source: Optional[str] = None             # a registered data source, read from the data directory (in the place
+                                             # of `dataset` and `benchmark`; `pettingllms-nb data list` lists them)
     resolve: bool = False                    # reference key, kept for porting (not passed to the environment)
     multi_modal: bool = False                # reference key: prompts carry images
     batched_init: bool = True                # reference key: reset environments in a batch
@@ -476,12 +478,29 @@ def check_registry(cfg, registry:Registry|None=None) -> list:
                      f"allowed values are {allowed}{_did_you_mean(n, allowed)}")
     return e
 
+# %% ../../nbs/core/06_config.ipynb #c6a15a33
+def check_source(cfg, sources:Registry|None=None) -> list:
+    "Errors for an `env.source` that is not a registered data source of `env.name`, or a split it does not have."
+    src_name, env = cfg.env.source, cfg.env.name
+    if src_name is None: return []
+    reg = global_registry if sources is None else sources
+    try: src = reg.get('source', src_name)
+    except RegistryError as err: return [f"env.source={src_name!r}: {err} (`pettingllms-nb data list` shows them)"]
+    if src.env != env:
+        own = sorted(n for n, e in reg.entries['source'].items() if e.available and e.obj.env == env)
+        return [f"env.source={src_name!r}: a data source of {src.env!r}, not of env.name={env!r}; "
+                f"allowed values are {own}"]
+    if cfg.env.split is not None and cfg.env.split not in src.splits:
+        return [f"env.split={cfg.env.split!r}: allowed values are the splits of {src_name!r}, {list(src.splits)}"
+                f"{_did_you_mean(cfg.env.split, src.splits)}"]
+    return []
+
 # %% ../../nbs/core/06_config.ipynb #4ae53c45
 def check_config(cfg, registry:Registry|None=None) -> list:
     "Every problem in a merged config, one line each (empty: valid)."
     cfg = cfg.dictconfig if isinstance(cfg, Config) else cfg
     e = check_values(cfg) + check_resource(cfg) + check_agents(cfg) + check_models(cfg)
-    return e + check_registry(cfg, registry)
+    return e + check_registry(cfg, registry) + check_source(cfg)
 
 # %% ../../nbs/core/06_config.ipynb #323052b1
 class Config:
@@ -554,12 +573,13 @@ def agent_config(cfg, role:str):
     if role in agents: return agents[role]
     raise KeyError(f"no agent {role!r} in agent_policy_configs.agent_configs; allowed values are {sorted(agents)}{_did_you_mean(role, agents)}")
 
-ENV_ARGS = ('max_turns', 'benchmark', 'size', 'dataset', 'split')
+ENV_ARGS = ('max_turns', 'benchmark', 'size', 'dataset', 'split', 'source')
 
 def env_kwargs(cfg) -> dict:
     "Keyword arguments for `make_env(cfg.env.name, **env_kwargs(cfg))`: the game parameters that are set, plus `env.kwargs`."
     env = _node(cfg).env
-    kw = {k: env[k] for k in ENV_ARGS if env[k] is not None}
+    named = ('dataset', 'benchmark') if env.source is not None else ()   # a source says which data set it is
+    kw = {k: env[k] for k in ENV_ARGS if env[k] is not None and k not in named}
     return {**kw, **OmegaConf.to_container(env.kwargs)}
 
 def agent_kwargs(cfg, role:str) -> dict:
