@@ -44,7 +44,9 @@ def cluster():
 
 @pytest.fixture(scope='module')
 def ray_worker(cluster):
-    w = RayWorker(actors=2, slots=1, time_limit=2.0)
+    # Half a CPU each: this pool lives for the whole module, and the other tests' actors need the cluster's other CPU
+    # (with a whole CPU each it held both, and the next actor waited for a CPU forever).
+    w = RayWorker(actors=2, slots=1, cpus_per_actor=0.5, time_limit=2.0)
     yield w
     w.close()
 
@@ -121,7 +123,7 @@ def test_env_actors_play_the_same_episodes(cluster, env, scripted):
     from pettingllms_nb.core.registry import registry
     from pettingllms_nb.scale.env_actors import EnvActorPool, remote_rollout
     oracle = registry.scripted(scripted, 'oracle')
-    pool = EnvActorPool(env, actors=2)
+    pool = EnvActorPool(env, actors=2, cpus_per_actor=0.5)
     try: remote = remote_rollout(pool, oracle, seeds=range(3))
     finally: pool.close()
     local = rollout(env, oracle, seeds=range(3))
