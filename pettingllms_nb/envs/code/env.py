@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from ...core.state import EnvState
 from ...core.env import Env
 from ...core.agent import Agent
+from ...core.params import Param, declare_params
+from fastcore.basics import patch
+from pathlib import Path
 from ...core.parsing import FormatError, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_env, register_agent, register_scripted, shared_worker
@@ -19,10 +22,10 @@ from .judge import judge_tests, check_tests, parse_tests, pass_rate, MAX_TESTS, 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'REWARD_TESTS', 'MAX_CODE_CHARS', 'CODER_INTRO', 'TESTER_INTRO', 'CODER_REWARDS', 'TESTER_REWARDS', 'HACKS',
-           'CodeState', 'CodeEnv', 'GroundTruth', 'run_ground_truth', 'CodeGenerator', 'TestGenerator',
-           'CodeSingleAgent', 'tests_reply', 'code_reply', 'wrong_program', 'oracle_policy', 'refine_policy',
-           'hack_policy', 'code_scores']
+__all__ = ['log', 'REWARD_TESTS', 'MAX_CODE_CHARS', 'CODER_INTRO', 'TESTER_INTRO', 'CODER_REWARDS', 'TESTER_REWARDS',
+           'CODE_DATASETS', 'HACKS', 'CodeState', 'CodeEnv', 'GroundTruth', 'run_ground_truth', 'CodeGenerator',
+           'TestGenerator', 'CodeSingleAgent', 'tests_reply', 'code_reply', 'wrong_program', 'oracle_policy',
+           'refine_policy', 'hack_policy', 'code_scores']
 
 # %% ../../../nbs/envs/code/75_code_env.ipynb #b4f04b0a
 _PROBLEM_BY_TEXT: dict[str, dict] = {}   # statement -> problem, for scripted policies only (never shown to an agent)
@@ -160,6 +163,7 @@ CODER_INTRO = "You are the code generator. Solve the programming problem below."
 class CodeGenerator(Agent):
     "Writes the program (turn 0), then refines it from the test generator's tests and their results."
     reward_spec = None   # set below
+    uses_sandbox = True  # its programs run in the sandbox: the trainer checks it with canaries
 
     def build_prompt(self, env, turn_idx:int) -> str:
         st = env.state
@@ -204,6 +208,7 @@ TESTER_INTRO = "You are the test generator. Write tests that a correct solution 
 class TestGenerator(Agent):
     "Writes tests for the problem; they run against the current program and are checked against a reference."
     reward_spec = None   # set below
+    uses_sandbox = True  # its tests run in the sandbox
     __test__ = False     # not a pytest test class, despite its name
 
     @property
@@ -283,6 +288,29 @@ class CodeSingleAgent(CodeGenerator):
     async def step(self, env, worker=None):
         await super().step(env, worker)
         env.state.single = True
+
+# %% ../../../nbs/envs/code/75_code_env.ipynb #2b530ae7
+CODE_DATASETS = ('original', 'apps', 'codecontests', 'livecodebench', 'humaneval')   # envs.code.data's sources
+
+declare_params(CodeEnv,
+               dataset=Param((str, list), doc=f"a source {list(CODE_DATASETS)}, or a list of problems in the code schema"),
+               path=Param((str, list), optional=True, doc="the source's file(s) (.jsonl/.parquet)"),
+               split=Param(str, optional=True, doc="the source's split (null: its usual one)"),
+               reward_tests=Param(str, choices=REWARD_TESTS, doc='which ground-truth tests score'),
+               max_gt_tests=Param(int, ge=1, doc='hidden tests run per program, at most'),
+               time_limit=Param(float, gt=0, le=600, doc='CPU seconds per test run'),
+               memory_limit=Param(int, ge=16, le=65536, doc='MiB per test run'))
+declare_params(CodeGenerator)
+declare_params(TestGenerator, max_tests=Param(int, ge=1, le=64, doc='generated tests kept per turn'))
+
+@patch(cls_method=True)
+def check_rules(cls:CodeEnv, params:dict, key=str) -> list[str]:
+    "A known source, and files that exist."
+    ds, path = params.get('dataset', 'original'), params.get('path')
+    if isinstance(ds, str) and ds not in CODE_DATASETS:
+        return [f"{key('dataset')}={ds!r}: allowed values are {list(CODE_DATASETS)} (or a list of problems)"]
+    missing = [p for p in ([] if path is None else [path] if isinstance(path, str) else path) if not Path(p).exists()]
+    return [f"{key('path')}={path!r}: no such file {missing[0]!r}"] if missing else []
 
 # %% ../../../nbs/envs/code/75_code_env.ipynb #074ef1f2
 def _problem_of(text:str) -> dict:

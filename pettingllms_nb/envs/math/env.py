@@ -15,15 +15,18 @@ from ...core.parsing import FormatError, extract_boxed, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_env, register_agent, register_scripted, make_worker, shared_worker
 from .checker import MAX_ANSWER_CHARS, answer_text, explain_many
-from .data import load_problems
+from .data import load_problems, MATH_SOURCES
+from ...core.params import Param, declare_params
+from fastcore.basics import patch
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'MAX_CODE_CHARS', 'INFRA_VERDICTS', 'OK_VERDICTS', 'TOOL_INTRO', 'ANSWER_FORMAT', 'REASONING_INTRO',
-           'TOOL_REWARDS', 'REASONING_REWARDS', 'MathState', 'MathEnv', 'default_worker', 'tool_answer_of',
-           'ToolGenerator', 'parse_boxed_answer', 'ReasoningGenerator', 'MathSingleAgent', 'respond', 'oracle_policy',
-           'random_policy']
+           'TOOL_REWARDS', 'REASONING_REWARDS', 'MATH_DATASETS', 'MathState', 'MathEnv', 'default_worker',
+           'tool_answer_of', 'ToolGenerator', 'parse_boxed_answer', 'ReasoningGenerator', 'MathSingleAgent', 'respond',
+           'oracle_policy', 'random_policy']
 
 # %% ../../../nbs/envs/math/71_math_env.ipynb #39223c57
 _GOLD_BY_TEXT: dict[str, str] = {}   # problem text -> gold, for scripted policies only (never shown to an agent)
@@ -131,6 +134,7 @@ TOOL_INTRO = ("You are the tool agent. Solve the maths problem below by writing 
 class ToolGenerator(Agent):
     "Writes a Python program that prints the answer; the program runs only in the sandbox worker."
     reward_spec = None   # set below
+    uses_sandbox = True  # its programs run in the sandbox: the trainer checks it with canaries
 
     @property
     def time_limit(self) -> float: return float(self.config.get('time_limit', 5.0))
@@ -223,6 +227,26 @@ REASONING_REWARDS = RewardSpec([
     process('format', _format, weight=0.5),
 ])
 ToolGenerator.reward_spec, ReasoningGenerator.reward_spec = TOOL_REWARDS, REASONING_REWARDS
+
+# %% ../../../nbs/envs/math/71_math_env.ipynb #643775a2
+MATH_DATASETS = ('original', *sorted(MATH_SOURCES))
+
+declare_params(MathEnv,
+               dataset=Param((str, list), doc=f"a source {list(MATH_DATASETS)}, or a list of {{problem, answer, id}} rows"),
+               path=Param(str, optional=True, doc="the source's .jsonl/.parquet file (every source but 'original')"))
+declare_params(ToolGenerator, time_limit=Param(float, gt=0, le=600, doc='CPU seconds its program may run (default 5)'))
+declare_params(ReasoningGenerator)
+
+@patch(cls_method=True)
+def check_rules(cls:MathEnv, params:dict, key=str) -> list[str]:
+    "A known source, and for a real one a file that exists."
+    ds, path = params.get('dataset', 'original'), params.get('path')
+    if isinstance(ds, str) and ds not in MATH_DATASETS:
+        return [f"{key('dataset')}={ds!r}: allowed values are {list(MATH_DATASETS)} (or a list of problems)"]
+    if path is not None and not Path(path).exists(): return [f"{key('path')}={path!r}: no such file"]
+    if isinstance(ds, str) and ds != 'original' and path is None:
+        return [f"{key('path')}=None: the {ds} source needs its file (a .jsonl or .parquet of its rows)"]
+    return []
 
 # %% ../../../nbs/envs/math/71_math_env.ipynb #c3ce2313
 def _problem_of(text:str) -> str:
