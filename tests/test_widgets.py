@@ -208,9 +208,15 @@ def test_import_stays_light():
 # -- math and code states -----------------------------------------------------------------------------------------------
 
 from pettingllms_nb.engine.rollout import arollout
-from pettingllms_nb.envs.math import MathState
-from pettingllms_nb.widgets.render import (math_html, code_html, verdict_badge, flag_badge, badge, as_dict,
-                                           VERDICT_COLOURS)
+from pettingllms_nb.envs.math import MathState, math_html     # each environment draws its own card
+from pettingllms_nb.envs.code import code_html
+from pettingllms_nb.widgets.render import verdict_badge, flag_badge, badge, as_dict, VERDICT_COLOURS
+
+def test_the_cards_old_home_still_imports():
+    from pettingllms_nb.widgets import render
+    from pettingllms_nb.widgets.render import math_html as old_math, code_html as old_code
+    assert (old_math, old_code) == (math_html, code_html) and render.code_html is code_html
+    with pytest.raises(AttributeError, match="no attribute 'code_card'"): render.code_card
 
 def math_state(**kw):
     return MathState(**{'problem': f'What is 6*7? {EVIL}', 'source': 'demo', 'problem_id': '1', 'tool_code': f'print(42)  # {EVIL}',
