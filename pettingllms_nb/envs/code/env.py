@@ -129,6 +129,7 @@ class GroundTruth:
     public: float|None        # pass rate on the public tests (None: none)
     hidden: float|None        # pass rate on the hidden tests (None: none)
     infra_errors: int
+    infra_reason: str|None = None  # what the sandbox said, the first time it failed (None: it never did)
 
 async def run_ground_truth(env:CodeEnv, code:str, worker=None) -> GroundTruth:
     "Judge `code` on `env`'s current problem's public and hidden tests."
@@ -139,4 +140,5 @@ async def run_ground_truth(env:CodeEnv, code:str, worker=None) -> GroundTruth:
     scored = {'hidden': rh or rp, 'public': rp or rh, 'all': res}[env.reward_tests]
     ie = sum(r.verdict == 'IE' for r in res)
     if ie: _log.warning("code_env: %d infrastructure errors judging %s", ie, env.problem_uid)
-    return GroundTruth([r.verdict for r in scored], _rate(scored) if scored else 0.0, _rate(rp), _rate(rh), ie)
+    why = next((r.message for r in res if r.verdict == 'IE'), None)
+    return GroundTruth([r.verdict for r in scored], _rate(scored) if scored else 0.0, _rate(rp), _rate(rh), ie, why)
