@@ -357,6 +357,47 @@ def test_bad_configs_are_refused_at_load_with_key_value_and_allowed(preset, over
     assert len(info.value.errors) == 1, info.value.errors     # one mistake, one line
 
 
+# The same for the environments with an extra of their own (alfworld_env, web_env): skipped where it is not installed.
+_AGENT = 'agent_policy_configs.agent_configs.agent_{}.kwargs.'
+EXTRA_CATALOGUE = [
+    ('alfworld_env', 'tiny_alfworld', ['env.kwargs.task_types=[7]'], 'env.kwargs.task_types=[7]',
+     'are not task types; allowed are [1, 2, 3, 4, 5, 6]'),
+    ('alfworld_env', 'tiny_alfworld', ['env.benchmark=alfworld', 'env.split=vaild_seen'], "env.split='vaild_seen'",
+     "allowed values are ['train', 'valid_seen', 'valid_unseen'] (or null); did you mean 'valid_seen'?"),
+    ('alfworld_env', 'tiny_alfworld', ['env.split=train'], "env.split='train'",
+     "a parameter of benchmark='alfworld', not of 'generated'"),
+    ('alfworld_env', 'tiny_alfworld', ['env.benchmark=chess'], "env.benchmark='chess'",
+     "allowed values are ['generated', 'alfworld', 'textworld']"),
+    ('alfworld_env', 'tiny_alfworld', ['env.max_turns=-1'], 'env.max_turns=-1', 'allowed values are numbers >= 1'),
+    ('alfworld_env', 'tiny_alfworld', ['env.kwargs.history=-1'], 'env.kwargs.history=-1', 'allowed values are integers >= 0'),
+    ('alfworld_env', 'tiny_alfworld', ['env.kwargs.histroy=2'], 'env.kwargs.histroy=2', "did you mean 'history'?"),
+    ('alfworld_env', 'tiny_alfworld', ['env.kwargs.timeout=0'], 'env.kwargs.timeout=0', 'allowed values are numbers > 0'),
+    ('alfworld_env', 'alfworld', [_AGENT.format(1) + 'prompt_style=compact'], _AGENT.format(1) + "prompt_style='compact'",
+     "not a parameter of agent 'alfworld_executor'; allowed parameters are ['alpha', 'system_prompt']"),
+    ('web_env', 'tiny_web_shop', ['env.split=dev'], "env.split='dev'", "allowed values are ['train', 'test']"),
+    ('web_env', 'tiny_web_shop', ['env.kwargs.backend=chromium'], "env.kwargs.backend='chromium'",
+     "allowed values are ['text', 'browser']"),
+    ('web_env', 'tiny_web_shop', ['env.kwargs.family=miniwob'], "env.kwargs.backend='text'", "MiniWoB++ pages run scripts"),
+    ('web_env', 'web_miniwob', ['env.kwargs.tasks=[click-moon]'], "env.kwargs.tasks=['click-moon']",
+     'are not in the documented MiniWoB++ subset; allowed are tasks of'),
+    ('web_env', 'tiny_web_shop', ['env.kwargs.catalogue=webshop-small'], "env.kwargs.catalogue='webshop-small'",
+     'needs webshop_path'),
+    ('web_env', 'tiny_web_shop', ['env.kwargs.screenshot=false'], 'env.kwargs.screenshot=False', "did you mean 'screenshots'?"),
+    ('web_env', 'tiny_web_shop', [_AGENT.format(0) + 'prompt_style=tiny'], _AGENT.format(0) + "prompt_style='tiny'",
+     "allowed values are ['full', 'compact'] (or null)"),
+]
+
+
+@pytest.mark.parametrize('env,preset,overrides,key,allowed', EXTRA_CATALOGUE)
+def test_bad_configs_of_alfworld_and_web_are_refused_at_load(env, preset, overrides, key, allowed):
+    if env not in global_registry.names('env'): pytest.skip(f"{env} is unavailable here (its extra is not installed)")
+    load_config(preset)                                       # the preset itself is fine
+    with pytest.raises(ConfigError) as info: load_config(preset, overrides)
+    msg = str(info.value)
+    assert key in msg and allowed in msg, msg
+    assert len(info.value.errors) == 1, info.value.errors     # one mistake, one line
+
+
 def test_every_preset_passes_its_environments_declarations():
     for name in list_presets(): load_config(name)             # the real registry: every declared parameter allowed
 
