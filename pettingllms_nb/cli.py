@@ -157,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pettingllms_nb.engine.rollout import MODES
     p = argparse.ArgumentParser(prog="pettingllms-nb", description="Multi-agent RL with LLMs (pettingllms-nb)")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of a config, registry or infrastructure error")
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("registry", help="list environments, agents, workers and policies"); s.set_defaults(fn=_cmd_registry)
     s = sub.add_parser("presets", help="list the presets, one line each"); s.set_defaults(fn=_cmd_presets)
@@ -202,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_parser(sub)
     return p
 
+_DEBUG_HINT = "\n(pettingllms-nb --debug ... shows the traceback)"
+
 def main(argv=None) -> int:
     "Entry point of the `pettingllms-nb` command."
     from pettingllms_nb.core.config import ConfigError
@@ -210,5 +213,11 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try: return args.fn(args)
     except (ConfigError, RegistryError) as e:           # a mistake in what was asked for: the message, not a traceback
-        print(f"pettingllms-nb {args.cmd}: {e}", file=sys.stderr)
+        if args.debug: raise
+        print(f"pettingllms-nb {args.cmd}: {e}" + _DEBUG_HINT, file=sys.stderr)
         return 2
+    except Exception as e:                               # training stopped by a broken machine: the message again
+        from pettingllms_nb.training.trainer import InfraError
+        if args.debug or not isinstance(e, InfraError): raise
+        print(f"pettingllms-nb {args.cmd}: {e}" + _DEBUG_HINT, file=sys.stderr)
+        return 3

@@ -1,5 +1,5 @@
 "alfworld_env (pettingllms_nb.envs.alfworld): generated tasks, the ALFWorld loader, TextWorld games, invalid actions, replay clones."
-import asyncio, hashlib, json, os, random, subprocess, sys, time
+import asyncio, hashlib, json, math, os, random, subprocess, sys, time
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ from pettingllms_nb.core.config import VAL_SEED_BASE, env_kwargs, load_config
 from pettingllms_nb.core.registry import BUILTINS, Registry, registry
 from pettingllms_nb.engine.check_env import GARBAGE, check_env
 from pettingllms_nb.engine.rollout import rollout
+from pettingllms_nb.training.advantages import at_grpo, grpo
 from pettingllms_nb.envs.alfworld.agents import AlfworldExecutor, AlfworldPlanner, parse_action
 from pettingllms_nb.envs.alfworld.data import (OBJECTS, TASK_TYPES, TOOLS, generate_solvable, load_alfworld, make_textworld_game,
                                                milestones, progress, write_alfworld_layout)
@@ -172,26 +173,37 @@ def test_simulator_failure_is_an_infra_error_not_a_reward(monkeypatch):
     cmd = WALKTHROUGHS[env.problem_uid][0]
     ex = AlfworldExecutor()
     env.sim.step = lambda c: (_ for _ in ()).throw(RuntimeError("engine crashed"))
-    ex.update_from_env(env, 0); take_turn(ex, env, f"Action: {cmd}")
+    ex.update_from_env(env, 0); r = take_turn(ex, env, f"Action: {cmd}")
     assert ex.infra_error and "engine crashed" in ex.infra_error and env.state.infra_errors == 1
-    assert ex.reward_terms['useful'] == 0.0 and env.state.history == []
+    assert r is None and ex.agent_reward is None and ex.reward_terms == {}   # not scored: no reward, no term
+    assert env.state.history == []
     env._sim = env.sim_build(); env.sim.step = lambda c: time.sleep(2)   # a simulator that hangs
-    ex.update_from_env(env, 0); take_turn(ex, env, f"Action: {cmd}")
+    ex.update_from_env(env, 0); r = take_turn(ex, env, f"Action: {cmd}")
     assert "within 0.5 s" in ex.infra_error and env.state.infra_errors == 2
+    assert r is None and ex.reward_terms == {}
     time.sleep(2)
     env.timeout = 120.0                                                # a replay on a loaded machine may take a while
-    ex.update_from_env(env, 0); take_turn(ex, env, f"Action: {cmd}")   # rebuilt by replay; the episode goes on
+    ex.update_from_env(env, 0); r = take_turn(ex, env, f"Action: {cmd}")   # rebuilt by replay; the episode goes on
     assert ex.infra_error is None and env.state.last_valid is True
+    assert r is not None and set(ex.reward_terms) == {'useful', 'won', 'invalid', 'format'}   # scored again
 
 
 def test_infra_error_reaches_the_trace(monkeypatch):
     from pettingllms_nb.envs.alfworld import engine
     AlfworldEnv().reset(41)                 # generate (and solve) the task before the simulator breaks
     monkeypatch.setattr(engine.AlfredEngine, 'step', lambda self, c: 1 / 0)
-    t = rollout('alfworld_env', ORACLE, seeds=[41], max_turns=2)
-    first = next(s for s in t if s.agent == 'alfworld_executor')
-    assert 'ZeroDivisionError' in first.infra_error and first.reward_terms['useful'] == 0.0
-    assert first.state_after['infra_errors'] == 1 and first.state_after['history'] == []
+    for mode in ('independent', 'tree'):
+        t = rollout('alfworld_env', ORACLE, seeds=[41], max_turns=2, mode=mode, sample_num=2)
+        first = next(s for s in t if s.agent == 'alfworld_executor')
+        assert 'ZeroDivisionError' in first.infra_error and first.reward is None and first.reward_terms == {}
+        assert first.state_after['infra_errors'] == 1 and first.state_after['history'] == []
+        hit = [s for s in t if s.infra_error]
+        assert hit and all(s.agent == 'alfworld_executor' and s.reward is None and s.reward_terms == {} for s in hit)
+        assert all(s.reward is not None for s in t if s.agent == 'alfworld_planner')    # the planner was carried out
+        for adv in (at_grpo(t), grpo(t)):
+            assert all(adv[i] is None for i, s in enumerate(t) if s.infra_error)        # in no advantage group
+        assert all(e.infra_errors for e in t.episodes) and math.isnan(t.success_rate())   # in no success rate
+        assert t.summary()['infra_errors'] == len(hit) and t.summary()['infra_episodes'] == len(t.episodes)
 
 
 # -- the real ALFWorld data --------------------------------------------------------------------

@@ -126,7 +126,7 @@ def test_infrastructure_errors_are_counted_not_zero(shipped):
     assert env.state.gt_verdicts and set(env.state.gt_verdicts) == {'IE'}
     assert env.state.hidden_pass_rate is None and not env.success
     assert env.state.gt_pass_rate is None                              # unknown, not zero
-    assert coder.infra_error == f"the sandbox failed on {env.state.infra_errors} run(s) of this step"
+    assert coder.infra_error == f"the sandbox failed on {env.state.infra_errors} run(s) of this step: sandbox down"   # says why
 
 
 def test_a_worker_that_raises_never_escapes_a_rollout(shipped):

@@ -239,11 +239,12 @@ def test_tool_output_errors_are_never_actions():
     class Chatty:
         async def run(self, code, **kw): return SimpleNamespace(verdict='OK', stdout='Traceback: no path found\n', stderr='')
 
-    for worker, verdict, no_action in ((Crash(), 'RE', -1.0), (Broken(), 'IE', 0.0), (Chatty(), 'OK', -1.0)):
+    for worker, verdict, no_action in ((Crash(), 'RE', -1.0), (Broken(), 'IE', None), (Chatty(), 'OK', -1.0)):
         a = ToolCallAgent()
         act(a, env, good, worker=worker)
         assert env.state.tool_verdict == verdict and env.state.tool_action is None and env.state.tool_eval.get('solved') is None
-        assert a.reward_terms['no_action'] == no_action and a.format_error is None
+        assert a.reward_terms.get('no_action') == no_action and a.format_error is None   # None: the IE step is not scored
+        assert (a.agent_reward is None) == (verdict == 'IE')
         assert (a.infra_error is not None) == (verdict == 'IE')   # only the sandbox's own failure is marked
     assert verdict_ok('OK') and verdict_ok('AC') and not verdict_ok('RE') and not verdict_ok('IE')
 
@@ -654,11 +655,12 @@ def test_sandbox_failures_are_infra_errors_never_scores():
         a = ToolCallAgent()
         r = act(a, env, oracle_response('tool_call_agent', env), worker=worker)
         assert env.state.tool_verdict == 'IE' and why in a.infra_error and a.format_error is None
-        assert a.reward_terms['no_action'] == 0.0 and r == 0.0
+        assert a.reward_terms == {} and r is None and a.agent_reward is None   # not scored: no term, no reward
         tr = rollout('stateful_env', oracle_policy, seeds=range(2), worker=worker, benchmark='plan_path')
         tool_steps = tr.filter(agent='tool_call_agent')
         assert tool_steps and all(s.infra_error and why in s.infra_error for s in tool_steps)
         assert not any(s.infra_error for s in tr.filter(agent='plan_agent'))
+        assert all(s.reward is None for s in tool_steps) and all(e.infra_errors for e in tr.episodes)
     a = ToolCallAgent(); env = StatefulEnv('plan_path'); env.reset(0)
     act(a, env, "```python\nprint(undefined_name)\n```", worker=EchoWorker())
     assert a.infra_error is None and a.reward_terms['no_action'] == -1.0   # the program's own crash is the agent's

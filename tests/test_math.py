@@ -332,7 +332,7 @@ def test_real_sandbox_runs_the_program():
 
 
 def test_an_infrastructure_failure_is_marked_never_scored():
-    "A worker that raises, or answers IE, marks the tool agent's step; the rollout goes on, no_answer is not charged."
+    "A worker that raises, or answers IE, marks the tool agent's step; the rollout goes on, and the step is not scored."
     class Raising:
         async def run(self, code, stdin="", time_limit=None, **kw): raise OSError("no sandbox slot")
     class Down:
@@ -343,7 +343,7 @@ def test_an_infrastructure_failure_is_marked_never_scored():
         tr = rollout('math_env', oracle_policy, seeds=range(2), worker=worker, max_turns=1)
         tools = [s for s in tr if s.agent == 'tool_generator']
         assert tools and all(s.infra_error == why for s in tools)
-        assert all(s.reward_terms['no_answer'] == 0.0 and s.state_after['tool_verdict'] == 'IE' for s in tools)
+        assert all(s.reward is None and s.reward_terms == {} and s.state_after['tool_verdict'] == 'IE' for s in tools)  # not scored
         assert all(s.state_after['tool_output'] == f"ERROR (IE):\n{why}" for s in tools)
         assert all(s.infra_error is None for s in tr if s.agent == 'reasoning_generator')
     env, tool = MathEnv(), ToolGenerator()

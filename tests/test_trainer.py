@@ -1,5 +1,5 @@
-"Trainer: per-adapter updates, the direction of a GRPO step, checkpoint → kill → resume, offline."
-import json, os, signal, subprocess, sys, textwrap
+"Trainer: per-adapter updates, the direction of a GRPO step, infrastructure failures and canaries, kill (at the worst moments) → resume, offline."
+import json, math, os, signal, subprocess, sys, textwrap
 from pathlib import Path
 import pytest
 
@@ -72,39 +72,8 @@ def test_text_only_completions_are_refused(tmp_path):
         tr._unit_update(tr.units[0], [s], [1.0])
 
 
-RUN = textwrap.dedent('''
-    import os, signal, sys, torch
-    torch.set_num_threads(1)
-    from pettingllms_nb.training.trainer import Trainer
-    out, kill_at = sys.argv[1], int(sys.argv[2])
-    ov = {ov!r}
-    tr = Trainer('tiny_plan_path', ov, out_dir=out, progress=False, resume=True)
-    def cb(t, m):
-        if t.step == kill_at: os.kill(os.getpid(), signal.SIGKILL)   # die right after the checkpoint of this step
-    tr.fit(callback=cb)
-''')
-
-
 def _metrics(path):
     return [{k: v for k, v in json.loads(l).items() if not k.startswith('time/')} for l in Path(path).read_text().splitlines()]
-
-
-@pytest.mark.slow
-def test_checkpoint_kill_resume_reproduces_the_uninterrupted_run(tmp_path):
-    ov = ['training.total_training_steps=4', 'training.val_freq=2', 'training.warmstart_steps=40', 'training.train_batch_size=3',
-          'training.train_sample_num=4', 'training.val_size=3', 'training.save_freq=1']
-    script = tmp_path / 'run.py'; script.write_text(RUN.format(ov=ov))
-    env = {**os.environ, 'HF_HUB_OFFLINE': '1'}
-    full = subprocess.run([sys.executable, str(script), str(tmp_path / 'full'), '-1'], env=env, capture_output=True, text=True)
-    assert full.returncode == 0, full.stderr[-2000:]
-    killed = subprocess.run([sys.executable, str(script), str(tmp_path / 'cut'), '2'], env=env, capture_output=True, text=True)
-    assert killed.returncode == -signal.SIGKILL
-    assert (tmp_path / 'cut' / 'checkpoints' / 'latest').read_text() == 'step_000002'
-    resumed = subprocess.run([sys.executable, str(script), str(tmp_path / 'cut'), '-1'], env=env, capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    a, b = _metrics(tmp_path / 'full' / 'metrics.jsonl'), _metrics(tmp_path / 'cut' / 'metrics.jsonl')
-    assert [m['step'] for m in b] == [0, 1, 2, 3, 4]
-    assert a == b
 
 
 def test_caching_worker_runs_each_program_once():
@@ -162,3 +131,150 @@ def test_fit_result_is_the_history_with_a_one_line_repr(tmp_path):
     assert len(repr(r)) < 300 and 'val/success_rate=0.500' in repr(r) and 'step_000399' in repr(r)
     assert len(repr(hist)) > 100_000                            # what a cell used to print
     assert r.metrics_path == tmp_path / 'metrics.jsonl' and json.loads(json.dumps(r)) == hist
+
+
+# -- infrastructure failures in training (issue 11) --------------------------------------------
+from pettingllms_nb.core.registry import registry
+from pettingllms_nb.training.trainer import InfraError
+
+
+class Broken:
+    "A sandbox whose pool is gone: every run raises."
+    async def run(self, code, stdin='', expected=None, **kw): raise ConnectionError('the sandbox pool is gone')
+
+
+class Lenient:
+    "A sandbox that fails silently: every program is accepted."
+    async def run(self, code, stdin='', expected=None, **kw):
+        from types import SimpleNamespace
+        return SimpleNamespace(verdict='AC', stdout='', stderr='')
+
+
+class OracleText:
+    "The tiny model's sampled tokens (so the update can run) under the oracle's answer text (so programs do run)."
+    def __init__(self, policy): self.policy, self.oracle = policy, registry.scripted('stateful_env', 'oracle')
+    def generate(self, requests):
+        import dataclasses
+        return [[dataclasses.replace(c, text=self.oracle(r)) for c in outs] for r, outs in zip(requests, self.policy.generate(requests))]
+
+
+INFRA = ['training.warmstart_steps=0', 'training.train_batch_size=2', 'training.train_sample_num=2', 'training.val_freq=0']
+
+
+def test_a_broken_sandbox_in_training_is_counted_per_agent_and_never_trained_on(tmp_path):
+    tr = Trainer('tiny_plan_path', INFRA + ['training.canary_freq=0', 'training.max_infra_error_share=1'], out_dir=tmp_path,
+                 progress=False, worker=Broken())
+    tr.policies = {r: OracleText(p) for r, p in tr.policies.items()}
+    steps = []
+    real_collect = tr.collect
+    tr.collect = lambda *a, **k: steps.append(real_collect(*a, **k)) or steps[-1]
+    m = tr.train_step()
+    (trace,) = steps
+    tool = [s for s in trace if s.agent == 'tool_call_agent']
+    assert tool and all(s.infra_error and 'the sandbox pool is gone' in s.infra_error and s.reward is None for s in tool)
+    assert not any(s.infra_error for s in trace if s.agent == 'plan_agent')
+    assert (m['train/tool_call_agent/infra_errors'], m['train/plan_agent/infra_errors']) == (len(tool), 0)
+    assert m['train/infra_errors'] == m['adv/infra_steps'] == len(tool)
+    assert m['train/infra_error_share'] == len(tool) / len(trace)
+    assert m['shared/sequences'] == len(trace) - len(tool)                # the broken steps are not in the update
+    assert 'train/tool_call_agent/reward' not in m and math.isnan(m['train/success_rate'])   # no scored tool step, no scored episode
+
+
+def test_canaries_that_fail_mark_the_batch_and_stop_training(tmp_path):
+    tr = Trainer('tiny_plan_path', INFRA + ['training.max_infra_error_share=1'], out_dir=tmp_path, progress=False, worker=Lenient())
+    m = tr.train_step()
+    assert m['sandbox/canary_failures'] == 3 and m['train/infra_error_share'] == 1.0 and m['shared/sequences'] == 0
+    stop = Trainer(tr.cfg, ['training.max_infra_error_share=0.2'], out_dir=tmp_path, progress=False, worker=Lenient())
+    with pytest.raises(InfraError) as info: stop.fit()
+    msg = str(info.value)
+    assert 'training stopped at step 1' in msg and 'more than training.max_infra_error_share=0.2' in msg
+    assert "sandbox canaries failed" in msg and "canary 'wrong': expected WA, got AC" in msg
+    assert stop.step == 0 and not (tmp_path / 'checkpoints' / 'latest').exists()
+
+
+def test_a_healthy_sandbox_passes_its_canaries_and_runs_them_only_for_program_agents(tmp_path):
+    tr = Trainer('tiny_plan_path', INFRA, out_dir=tmp_path / 'a', progress=False)
+    assert tr.uses_sandbox and tr.check_sandbox()['sandbox/canary_failures'] == 0
+    single = Trainer('tiny_plan_path_single', INFRA, out_dir=tmp_path / 'b', progress=False, worker=Lenient())
+    assert not single.uses_sandbox and single.check_sandbox() == {}      # no agent runs programs: no canaries
+    every3 = Trainer('tiny_plan_path', INFRA + ['training.canary_freq=3'], out_dir=tmp_path / 'c', progress=False, worker=Lenient())
+    assert every3.check_sandbox() == {}                                  # step 1 of every 3: not this one
+
+
+def test_the_cli_reports_an_infrastructure_stop_without_a_traceback(tmp_path, monkeypatch, capsys):
+    from pettingllms_nb import cli
+    import pettingllms_nb.training.trainer as trainer
+    monkeypatch.setattr(trainer, 'make_worker', lambda name: Lenient())
+    rc = cli.main(['train', 'tiny_plan_path', *INFRA, 'training.total_training_steps=1', '--out', str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 3 and 'training stopped at step 1' in err and 'Traceback' not in err and '--debug' in err
+    with pytest.raises(InfraError): cli.main(['--debug', 'train', 'tiny_plan_path', *INFRA, 'training.total_training_steps=1', '--out', str(tmp_path)])
+
+
+# -- kill at the worst moments, then resume (issue 11) ------------------------------------------
+KILL = textwrap.dedent('''
+    import os, signal, sys, torch
+    from pathlib import Path
+    torch.set_num_threads(1)
+    from pettingllms_nb.training.trainer import Trainer
+    out, mode, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    tr = Trainer('tiny_plan_path', {ov!r}, out_dir=out, progress=False, resume=True)
+    die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+    real_save, real_rename, real_replace = torch.save, os.rename, os.replace
+    def save(obj, f, *a, **kw):                  # during a checkpoint write: after its first file, before the others
+        real_save(obj, f, *a, **kw)
+        if mode == 'write' and tr.step == k: die()
+    def rename(src, dst, *a, **kw):              # right after the checkpoint directory is renamed into place
+        real_rename(src, dst, *a, **kw)
+        if mode == 'rename' and Path(dst).name == f'step_{{k:06d}}': die()
+    def replace(src, dst, *a, **kw):             # `latest` written to its temporary file, not yet renamed
+        if mode == 'latest' and Path(dst).name == 'latest' and tr.step == k: die()
+        real_replace(src, dst, *a, **kw)
+    torch.save, os.rename, os.replace = save, rename, replace
+    tr.fit(callback=lambda t, m: die() if mode == 'after_step' and t.step == k else None)
+''')
+KILL_OV = ['training.total_training_steps=4', 'training.save_freq=2', 'training.val_freq=2', 'training.warmstart_steps=10',
+           'training.train_batch_size=2', 'training.train_sample_num=2', 'training.val_size=2']
+
+
+def _run(script, out, mode='none', k=-1):
+    return subprocess.run([sys.executable, str(script), str(out), mode, str(k)], env={**os.environ, 'HF_HUB_OFFLINE': '1'},
+                          capture_output=True, text=True)
+
+
+@pytest.fixture(scope='module')
+def uninterrupted(tmp_path_factory):
+    d = tmp_path_factory.mktemp('kill')
+    script = d / 'run.py'; script.write_text(KILL.format(ov=KILL_OV))
+    full = _run(script, d / 'full')
+    assert full.returncode == 0, full.stderr[-2000:]
+    return script, d / 'full'
+
+
+def _weights(run_dir, step):
+    return torch.load(run_dir / 'checkpoints' / f'step_{step:06d}' / 'units' / 'shared' / 'weights.pt')
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('mode,k,leftover', [
+    ('write', 4, '.step_000004.*'),      # killed while writing the checkpoint of step 4: a half-written temporary directory
+    ('rename', 4, 'step_000004'),        # killed after it was renamed into place, before `latest` moved to it
+    ('latest', 4, 'latest*.tmp'),        # killed with the new `latest` written to its temporary file only
+    ('after_step', 3, None),             # killed between checkpoints: step 3 logged, never checkpointed
+    ('after_step', 2, None),             # killed right after a checkpoint: nothing to repair
+])
+def test_kill_then_resume_matches_the_uninterrupted_run(uninterrupted, tmp_path, mode, k, leftover):
+    script, full = uninterrupted
+    cut = tmp_path / 'cut'
+    killed = _run(script, cut, mode, k)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    ck = cut / 'checkpoints'
+    assert (ck / 'latest').read_text() == 'step_000002'
+    if leftover: assert list(ck.glob(leftover)), sorted(p.name for p in ck.iterdir())
+    assert [m['step'] for m in _metrics(cut / 'metrics.jsonl')] == list(range(k + 1))   # logged past the checkpoint
+    resumed = _run(script, cut)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert _metrics(cut / 'metrics.jsonl') == _metrics(full / 'metrics.jsonl')          # every step once, the same numbers
+    assert sorted(p.name for p in ck.iterdir()) == ['latest', 'step_000002', 'step_000004']   # nothing stale is left
+    a, b = _weights(full, 4), _weights(cut, 4)
+    assert a.keys() == b.keys() and all(torch.equal(a[n], b[n]) for n in a)                  # the same model at the end

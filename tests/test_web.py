@@ -2,13 +2,14 @@
 
 Browser tests skip without Playwright or Chromium (`pip install 'pettingllms-nb[web]'`, `apt-get install chromium`);
 the module's fixture closes every browser and checks that no Chromium process of ours is left."""
-import asyncio, os, random, signal, time
+import asyncio, math, os, random, signal, time
 import pytest
 from pettingllms_nb.core.agent import take_turn
 from pettingllms_nb.core.parsing import FormatError
 from pettingllms_nb.core.registry import make_agent, registry
 from pettingllms_nb.engine.check_env import check_env
 from pettingllms_nb.engine.rollout import rollout
+from pettingllms_nb.training.advantages import at_grpo, grpo
 from pettingllms_nb.envs.web.data import make_catalogue, webshop_reward
 from pettingllms_nb.envs.web.env import WebEnv
 from pettingllms_nb.envs.web.observation import Action, El, TextBrowser, parse_action
@@ -183,7 +184,8 @@ def _kill_chromium():
 
 @needs_browser
 def test_a_crashed_browser_is_an_infra_error_not_a_reward():
-    "Chromium killed in the middle of an episode: that step is marked `infra_error`, and the episode still succeeds."
+    """Chromium killed in the middle of an episode: that step is marked `infra_error` and not scored, the episode goes on
+    to succeed, and is left out of the success rate."""
     killed = []
     def crashing(request):
         if request.role == 'web_navigator' and request.turn_idx == 2 and not killed:
@@ -193,8 +195,14 @@ def test_a_crashed_browser_is_an_infra_error_not_a_reward():
     t = rollout('web_env', crashing, seeds=[1], split='test', backend='browser', max_turns=14, screenshots=False)
     bad = [s for s in t if s.infra_error]
     assert killed and len(bad) == 1 and bad[0].turn_idx == 2 and bad[0].infra_error.startswith('browser:')
-    assert bad[0].reward_terms['task'] == 0.0 and bad[0].state_after['infra_errors'] == 1
+    assert bad[0].reward is None and bad[0].reward_terms == {}   # not scored: no reward, no term
+    assert bad[0].state_after['infra_errors'] == 1
+    assert all(s.reward is not None for s in t if not s.infra_error)   # the other steps were carried out and scored
+    for adv in (at_grpo(t), grpo(t)):
+        assert all(adv[i] is None for i, s in enumerate(t) if s.infra_error)   # in no advantage group
     assert t.episodes[0].success                                  # the page was rebuilt and the oracle carried on
+    assert t.episodes[0].infra_errors == 1 and math.isnan(t.success_rate())   # ... but it counts in no success rate
+    assert t.summary()['infra_episodes'] == 1
 
 
 @needs_browser

@@ -8,15 +8,16 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/agent.html.md"""
 from __future__ import annotations
 import asyncio, copy, logging
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Callable
 from fastcore.basics import patch
 from .parsing import FormatError
 from .rewards import RewardSpec
+from .params import Param, declared_errors
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['AgentData', 'Agent', 'as_prompt', 'prompt_messages', 'run_sync', 'atake_turn', 'take_turn']
+__all__ = ['AGENT_PARAMS', 'AgentData', 'Agent', 'as_prompt', 'prompt_messages', 'run_sync', 'atake_turn', 'take_turn']
 
 # %% ../../nbs/core/04_agent.ipynb #dd1461b3
 @dataclass
@@ -24,7 +25,7 @@ class AgentData:
     "What an agent holds between the phases of one turn."
     current_prompt: Any = None      # {"text", "image", "system"} or a list of chat messages
     current_action: Any = None      # the parsed action (None when parsing failed)
-    agent_reward: float = 0.0
+    agent_reward: float|None = 0.0  # None: not scored (the step hit an infrastructure error)
     success: bool = False           # the agent's own sub-task is solved
     done: bool = False              # the agent has nothing more to do this episode
     skip_current_turn: bool = False # the engine skips this agent for the rest of the turn
@@ -39,6 +40,8 @@ class Agent:
     role: str = "agent"                  # the name used in `turn_order`; set by `register_agent`
     reward_spec: RewardSpec = RewardSpec([])
     system_prompt: str = ""
+    param_schema: dict|None = None       # constructor parameter -> `Param` (`declare_params`); None: not declared
+    uses_sandbox: bool = False           # its step runs programs (the trainer then runs the sandbox canaries)
 
     def __init__(self, role:str|None=None, alpha:float|None=None, system_prompt:str|None=None, **config):
         if role is not None: self.role = role
@@ -112,7 +115,7 @@ def clone(self:Agent) -> Agent:
 
 @patch
 def __repr__(self:Agent):
-    return (f"{type(self).__name__}(role={self.role!r}, action={self.current_action!r}, reward={self.agent_reward:g}, "
+    return (f"{type(self).__name__}(role={self.role!r}, action={self.current_action!r}, reward={'not scored' if self.agent_reward is None else format(self.agent_reward, 'g')}, "
             f"format_error={self.format_error!r})")
 
 # %% ../../nbs/core/04_agent.ipynb #b2a0792d
@@ -123,13 +126,37 @@ def run_sync(coro):
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
-async def atake_turn(agent, env, response:str, worker=None) -> float:
-    "Phases 3–5 on these very objects: `update_from_model` → `step` → `env.refresh()` → `calculate_reward`."
+def _failed(agent, phase:str, e:Exception):
+    _log.error("%s.%s raised %s (the step is marked infra_error, not scored): %s", type(agent).__name__, phase,
+               type(e).__name__, e, exc_info=e)
+    agent.infra_error = f"{type(agent).__name__}.{phase} raised {type(e).__name__}: {str(e)[:300]}"
+
+async def atake_turn(agent, env, response:str, worker=None) -> float|None:
+    "Phases 3–5 on these very objects: `update_from_model` → `step` → `env.refresh()` → `calculate_reward`; None: not scored."
     agent.update_from_model(response)
-    await agent.step(env, worker)
+    try: await agent.step(env, worker)
+    except Exception as e: _failed(agent, 'step', e)
     env.refresh()
-    return agent.calculate_reward(env)
+    if agent.infra_error is None:
+        try: return agent.calculate_reward(env)
+        except Exception as e: _failed(agent, 'calculate_reward', e)
+    agent.agent_reward, agent.reward_terms = None, {}
+    return None
 
 def take_turn(agent, env, response:str, worker=None) -> float:
     "`atake_turn` from sync code: play `response` as `agent`'s turn on `env`; returns the reward."
     return run_sync(atake_turn(agent, env, response, worker))
+
+# %% ../../nbs/core/04_agent.ipynb #71a50715
+AGENT_PARAMS = {'alpha': Param(float, ge=0, optional=True, doc="team-reward weight (null: the role's own)"),
+                'system_prompt': Param(str, optional=True, doc="the role's system prompt (null: the agent's own)")}
+
+@patch(cls_method=True)
+def check_params(cls:Agent, params:dict, key:Callable=str) -> list[str]:
+    "Every problem with `cls(**params)`, one line each naming the key, the value and what is allowed (empty: none)."
+    return declared_errors(cls, params, AGENT_PARAMS, key, f" of agent {cls.role!r}")
+
+@patch(cls_method=True)
+def check_rules(cls:Agent, params:dict, key:Callable=str) -> list[str]:
+    "Rules across parameters (a subclass adds its own); run once every parameter is allowed on its own."
+    return []

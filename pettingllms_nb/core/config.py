@@ -9,13 +9,14 @@ __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'LOGGERS', 'ROLLOUT_MODES', 'BRANCH_SEL
            'REFERENCE_ONLY', 'PRESETS_DIR', 'WORKERS', 'ENV_ARGS', 'VAL_SEED_BASE', 'DEMO_SEED_BASE', 'EVAL_SEED_BASE',
            'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig', 'AgentPolicyConfigs',
            'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys', 'unknown_keys',
-           'list_presets', 'preset_path', 'preset_description', 'describe_presets', 'read_yaml', 'parse_overrides',
-           'merge_config', 'check_values', 'check_resource', 'check_agents', 'check_models', 'check_registry',
-           'check_source', 'check_config', 'Config', 'load_config', 'agent_roles', 'agent_config', 'env_kwargs',
-           'agent_kwargs', 'agent_policies', 'train_seeds', 'validation_seeds']
+           'list_presets', 'preset_path', 'preset_description', 'describe_presets', 'yaml_error', 'read_yaml',
+           'parse_overrides', 'merge_config', 'check_resource', 'check_values', 'check_agents', 'check_models',
+           'check_registry', 'check_source', 'check_params', 'check_config', 'Config', 'load_config', 'agent_roles',
+           'agent_config', 'env_kwargs', 'agent_kwargs', 'agent_policies', 'train_seeds', 'validation_seeds']
 
 # %% ../../nbs/core/06_config.ipynb #1319fde6
 import difflib, functools, logging, re
+import yaml
 from collections.abc import Mapping
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
@@ -141,6 +142,9 @@ class TrainingConfig:
     warmstart_steps: int = 0                 # supervised steps on oracle demonstrations before RL (tiny models)
     warmstart_lr: float = 1e-3
     warmstart_p_oracle: float = 1.0          # fraction of demonstrations that are the oracle's (the rest random)
+    max_infra_error_share: float = 0.5       # stop training when more of a batch's steps than this hit infrastructure
+                                             # failures (sandbox, retriever, ...): 0 stops at the first, 1 never stops
+    canary_freq: int = 1                     # run the sandbox canaries every N training steps (0: never)
     lora_rank: int = II('lora_rank')
     lora_alpha: int = II('lora_alpha')
 
@@ -287,6 +291,15 @@ def describe_presets() -> dict:
     return {p: preset_description(p) for p in list_presets()}
 
 # %% ../../nbs/core/06_config.ipynb #4e833285
+def yaml_error(e:yaml.YAMLError, text:str|None=None) -> str:
+    "A YAML syntax error in one line: where (line and column, counted from 1), what is wrong, and the line itself."
+    what = '; '.join(str(x) for x in (getattr(e, 'context', None), getattr(e, 'problem', None)) if x) or str(e).splitlines()[0]
+    m = getattr(e, 'problem_mark', None) or getattr(e, 'context_mark', None)
+    if m is None: return f"YAML syntax error: {what}"
+    lines = (text or '').splitlines()
+    shown = f": {lines[m.line].strip()[:80]!r}" if m.line < len(lines) else ''
+    return f"YAML syntax error at line {m.line + 1}, column {m.column + 1}: {what}{shown}"
+
 def _default_path(entry:str, here:Path) -> Path:
     "Where a `defaults:` entry points: a file beside `here`, else a preset."
     p = here.parent/(entry if entry.endswith(('.yaml', '.yml')) else f"{entry}.yaml")
@@ -302,7 +315,8 @@ def read_yaml(path, _seen:tuple=()) -> dict:
     "A YAML config as a plain dict, with the files of its `defaults:` list merged underneath (interpolations kept)."
     path = Path(path)
     if not path.exists(): raise ConfigError(str(path), [f"config file {str(path)!r} does not exist"])
-    data = OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}
+    try: data = OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}
+    except yaml.YAMLError as e: raise ConfigError(str(path), [yaml_error(e, path.read_text(errors='replace'))]) from None
     if not isinstance(data, dict): raise ConfigError(str(path), [f"a config file must hold a mapping, not {type(data).__name__}"])
     merged = {}
     for entry in data.pop('defaults', None) or []:
@@ -321,7 +335,14 @@ def parse_overrides(overrides) -> dict:
     if isinstance(overrides, str): overrides = [overrides]
     bad = [o for o in overrides if not isinstance(o, str) or '=' not in o or o.startswith('=')]
     if bad: raise ConfigError('overrides', [f"override {o!r}: allowed values are strings 'key=value', e.g. 'training.lr=1e-4'" for o in bad])
-    return OmegaConf.to_container(OmegaConf.from_dotlist(list(overrides)), resolve=False)
+    try: return OmegaConf.to_container(OmegaConf.from_dotlist(list(overrides)), resolve=False)
+    except yaml.YAMLError: pass
+    errs = []
+    for o in overrides:
+        try: OmegaConf.from_dotlist([o])
+        except yaml.YAMLError as e:
+            errs.append(f"override {o!r}: the value is not valid YAML ({yaml_error(e).split(': ', 1)[-1]})")
+    raise ConfigError('overrides', errs)
 
 # %% ../../nbs/core/06_config.ipynb #ae4bfdd4
 def _omegaconf_error(e:OmegaConfBaseException) -> str:
@@ -344,38 +365,6 @@ def merge_config(*sources) -> DictConfig:
     if apc.num_agents is None: apc.num_agents = len(apc.agent_configs)
     if mai.num_interacting_agents is None: mai.num_interacting_agents = len(mai.turn_order)
     return cfg
-
-# %% ../../nbs/core/06_config.ipynb #d5f85df8
-def check_values(cfg) -> list:
-    "Errors for values outside their allowed set or range."
-    t, e = cfg.training, []
-    e += _one_of('specialization', cfg.specialization, SPECIALIZATIONS)
-    if cfg.specialization == 'lora':
-        for k in ('lora_rank', 'lora_alpha', 'training.lora_rank', 'training.lora_alpha'): e += _at_least(k, OmegaConf.select(cfg, k), 1)
-    e += _at_least('env.max_turns', cfg.env.max_turns, 1)
-    if cfg.env.size is not None: e += _at_least('env.size', cfg.env.size, 1)
-    e += _one_of('multi_agent_interaction.schedule', cfg.multi_agent_interaction.schedule, SCHEDULES)
-    e += _one_of('training.rollout_mode', t.rollout_mode, MODES)
-    e += _one_of('training.branch_select', t.branch_select, SELECTS)
-    e += _one_of('training.algorithm', t.algorithm, ALGORITHMS) + _one_of('training.lr_schedule', t.lr_schedule, LR_SCHEDULES)
-    e += _at_least('training.micro_batch_size', t.micro_batch_size, 1) + _at_least('training.warmstart_lr', t.warmstart_lr, 0, strict=True)
-    e += _at_least('training.lr_warmup_steps', t.lr_warmup_steps, 0) + _at_least('training.warmstart_steps', t.warmstart_steps, 0)
-    if not 0 <= t.warmstart_p_oracle <= 1: e.append(f"training.warmstart_p_oracle={t.warmstart_p_oracle!r}: allowed values are in [0, 1]")
-    if not re.fullmatch(r'cpu|mps|cuda(:\d+)?', t.device): e.append(f"training.device={t.device!r}: allowed values are 'cpu', 'cuda', 'cuda:N' or 'mps'")
-    for lg in t.logger: e += _one_of('training.logger', lg, LOGGERS)
-    for k in ('train_batch_size', 'train_sample_num', 'validate_sample_num', 'val_size', 'max_prompt_length', 'max_response_length'):
-        e += _at_least(f'training.{k}', t[k], 1)
-    for k in ('total_training_steps', 'val_freq', 'save_freq', 'resample_freq', 'sample_temperature', 'kl_coef', 'entropy_coef', 'max_grad_norm'):
-        e += _at_least(f'training.{k}', t[k], 0)
-    for k in ('lr', 'clip_ratio'): e += _at_least(f'training.{k}', t[k], 0, strict=True)
-    if t.alpha is not None: e += _at_least('training.alpha', t.alpha, 0)
-    if t.val_seeds is not None and (not t.val_seeds or len(set(t.val_seeds)) != len(t.val_seeds)):
-        e.append(f"training.val_seeds={list(t.val_seeds)!r}: allowed values are a non-empty list of distinct integers (or null to use training.val_size)")
-    for ak, a in cfg.agent_policy_configs.agent_configs.items():
-        p = f'agent_policy_configs.agent_configs.{ak}'
-        e += _at_least(f'{p}.train_temperature', a.train_temperature, 0) + _at_least(f'{p}.val_temperature', a.val_temperature, 0)
-        if a.alpha is not None: e += _at_least(f'{p}.alpha', a.alpha, 0)
-    return e
 
 # %% ../../nbs/core/06_config.ipynb #ad4fb55b
 WORKERS = ('sandbox', 'ray')   # resource.worker: the registered execution worker model-written programs run on
@@ -405,6 +394,44 @@ def check_resource(cfg) -> list:
                      f"e.g. 'http://127.0.0.1:8000/v1'")
     if len(set(r.policy_servers)) != len(r.policy_servers):
         e.append(f"resource.policy_servers={list(r.policy_servers)!r}: allowed values name each server once")
+    return e
+
+# %% ../../nbs/core/06_config.ipynb #d5f85df8
+def check_values(cfg) -> list:
+    "Errors for values outside their allowed set or range."
+    t, e = cfg.training, []
+    e += _one_of('specialization', cfg.specialization, SPECIALIZATIONS)
+    if cfg.specialization == 'lora':
+        for k in ('lora_rank', 'lora_alpha', 'training.lora_rank', 'training.lora_alpha'): e += _at_least(k, OmegaConf.select(cfg, k), 1)
+    e += _at_least('env.max_turns', cfg.env.max_turns, 1)
+    e += _one_of('multi_agent_interaction.schedule', cfg.multi_agent_interaction.schedule, SCHEDULES)
+    e += _one_of('training.rollout_mode', t.rollout_mode, MODES)
+    e += _one_of('training.branch_select', t.branch_select, SELECTS)
+    e += _one_of('training.algorithm', t.algorithm, ALGORITHMS) + _one_of('training.lr_schedule', t.lr_schedule, LR_SCHEDULES)
+    e += _at_least('training.micro_batch_size', t.micro_batch_size, 1) + _at_least('training.warmstart_lr', t.warmstart_lr, 0, strict=True)
+    e += _at_least('training.lr_warmup_steps', t.lr_warmup_steps, 0) + _at_least('training.warmstart_steps', t.warmstart_steps, 0)
+    if not 0 <= t.warmstart_p_oracle <= 1: e.append(f"training.warmstart_p_oracle={t.warmstart_p_oracle!r}: allowed values are in [0, 1]")
+    if not 0 <= t.max_infra_error_share <= 1:
+        e.append(f"training.max_infra_error_share={t.max_infra_error_share!r}: allowed values are in [0, 1] (0: stop at the first "
+                 f"infrastructure error, 1: never stop)")
+    e += _at_least('training.canary_freq', t.canary_freq, 0)
+    if cfg.specialization == 'lora' and t.full_finetune:
+        e.append("training.full_finetune=True with specialization='lora': allowed value is false (LoRA specialisation trains "
+                 "one adapter per agent); use specialization='full' (one fully trained model per agent) or 'prompt'")
+    if not re.fullmatch(r'cpu|mps|cuda(:\d+)?', t.device): e.append(f"training.device={t.device!r}: allowed values are 'cpu', 'cuda', 'cuda:N' or 'mps'")
+    for lg in t.logger: e += _one_of('training.logger', lg, LOGGERS)
+    for k in ('train_batch_size', 'train_sample_num', 'validate_sample_num', 'val_size', 'max_prompt_length', 'max_response_length'):
+        e += _at_least(f'training.{k}', t[k], 1)
+    for k in ('total_training_steps', 'val_freq', 'save_freq', 'resample_freq', 'sample_temperature', 'kl_coef', 'entropy_coef', 'max_grad_norm'):
+        e += _at_least(f'training.{k}', t[k], 0)
+    for k in ('lr', 'clip_ratio'): e += _at_least(f'training.{k}', t[k], 0, strict=True)
+    if t.alpha is not None: e += _at_least('training.alpha', t.alpha, 0)
+    if t.val_seeds is not None and (not t.val_seeds or len(set(t.val_seeds)) != len(t.val_seeds)):
+        e.append(f"training.val_seeds={list(t.val_seeds)!r}: allowed values are a non-empty list of distinct integers (or null to use training.val_size)")
+    for ak, a in cfg.agent_policy_configs.agent_configs.items():
+        p = f'agent_policy_configs.agent_configs.{ak}'
+        e += _at_least(f'{p}.train_temperature', a.train_temperature, 0) + _at_least(f'{p}.val_temperature', a.val_temperature, 0)
+        if a.alpha is not None: e += _at_least(f'{p}.alpha', a.alpha, 0)
     return e
 
 # %% ../../nbs/core/06_config.ipynb #b1cad700
@@ -495,12 +522,35 @@ def check_source(cfg, sources:Registry|None=None) -> list:
                 f"{_did_you_mean(cfg.env.split, src.splits)}"]
     return []
 
+# %% ../../nbs/core/06_config.ipynb #1af0e639
+ENV_ARGS = ('max_turns', 'benchmark', 'size', 'dataset', 'split', 'source')   # env.* keys for the environment (with env.kwargs)
+
+def _env_key(name:str) -> str: return f"env.{name}" if name in ENV_ARGS else f"env.kwargs.{name}"
+
+def check_params(cfg, registry:Registry|None=None) -> list:
+    "Errors in the environment's and the agents' parameters, against their own declarations (`core.params`)."
+    reg = global_registry if registry is None else registry
+    try: env_cls = reg.get('env', cfg.env.name)
+    except RegistryError: return []                  # check_registry has said so
+    own = OmegaConf.to_container(cfg.env.kwargs)
+    e = [f"env.kwargs.{k}={own[k]!r}: also set as env.{k}; allowed is one of the two (env.{k} is the usual place)"
+         for k in ENV_ARGS if cfg.env[k] is not None and k in own]
+    skip = ('max_turns', 'source')    # max_turns: checked above; a source becomes its files' arguments in make_env
+    kw = {**{k: cfg.env[k] for k in ENV_ARGS if cfg.env[k] is not None and k not in skip}, **own}
+    if hasattr(env_cls, 'check_params'): e += env_cls.check_params(kw, key=_env_key)
+    for ak, a in cfg.agent_policy_configs.agent_configs.items():
+        try: cls = reg.get('agent', a.name)
+        except RegistryError: continue
+        prefix = f"agent_policy_configs.agent_configs.{ak}.kwargs."
+        if hasattr(cls, 'check_params'): e += cls.check_params(OmegaConf.to_container(a.kwargs), key=lambda k: prefix + k)
+    return e
+
 # %% ../../nbs/core/06_config.ipynb #4ae53c45
 def check_config(cfg, registry:Registry|None=None) -> list:
     "Every problem in a merged config, one line each (empty: valid)."
     cfg = cfg.dictconfig if isinstance(cfg, Config) else cfg
     e = check_values(cfg) + check_resource(cfg) + check_agents(cfg) + check_models(cfg)
-    return e + check_registry(cfg, registry) + check_source(cfg)
+    return e + check_registry(cfg, registry) + check_source(cfg) + check_params(cfg, registry)
 
 # %% ../../nbs/core/06_config.ipynb #323052b1
 class Config:
@@ -572,8 +622,6 @@ def agent_config(cfg, role:str):
     agents = {a.name: a for a in _node(cfg).agent_policy_configs.agent_configs.values()}
     if role in agents: return agents[role]
     raise KeyError(f"no agent {role!r} in agent_policy_configs.agent_configs; allowed values are {sorted(agents)}{_did_you_mean(role, agents)}")
-
-ENV_ARGS = ('max_turns', 'benchmark', 'size', 'dataset', 'split', 'source')
 
 def env_kwargs(cfg) -> dict:
     "Keyword arguments for `make_env(cfg.env.name, **env_kwargs(cfg))`: the game parameters that are set, plus `env.kwargs`."

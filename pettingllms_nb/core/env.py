@@ -9,10 +9,12 @@ from __future__ import annotations
 import copy, html, random, time
 from dataclasses import dataclass, field
 from fastcore.basics import patch
+from typing import Callable
 from .state import EnvState
+from .params import Param, declared_errors
 
 # %% auto #0
-__all__ = ['NotResetError', 'Env', 'ReplayDivergence', 'ReplayClone']
+__all__ = ['ENV_PARAMS', 'NotResetError', 'Env', 'ReplayDivergence', 'ReplayClone']
 
 # %% ../../nbs/core/03_env.ipynb #1a2b3c4d
 class NotResetError(AttributeError):
@@ -25,6 +27,7 @@ class Env:
     state_cls: type = EnvState
     default_max_turns: int = 4
     default_turn_order: tuple = ()   # the roles in the order they act, when a config does not say
+    param_schema: dict|None = None   # constructor parameter -> `Param` (`declare_params`); None: not declared
 
     def __init__(self, max_turns:int|None=None, **config):
         if 'seed' in config:
@@ -113,6 +116,19 @@ def __repr__(self:Env):
 def _repr_html_(self:Env):
     head = f"<b>{html.escape(repr(self))}</b>"
     return head + ("" if self._state is None else self._state._repr_html_())
+
+# %% ../../nbs/core/03_env.ipynb #1b599356
+ENV_PARAMS = {'max_turns': Param(int, ge=1, optional=True, doc='turns per episode (null: the environment default)')}
+
+@patch(cls_method=True)
+def check_params(cls:Env, params:dict, key:Callable=str) -> list[str]:
+    "Every problem with `cls(**params)`, one line each naming the key, the value and what is allowed (empty: none)."
+    return declared_errors(cls, params, ENV_PARAMS, key, f" of environment {cls.name!r}")
+
+@patch(cls_method=True)
+def check_rules(cls:Env, params:dict, key:Callable=str) -> list[str]:
+    "Rules across parameters (a subclass adds its own); run once every parameter is allowed on its own."
+    return []
 
 # %% ../../nbs/core/03_env.ipynb #fa14ea57
 class ReplayDivergence(RuntimeError):

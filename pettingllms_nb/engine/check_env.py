@@ -128,12 +128,19 @@ def _check_trace(ctx):
     return same, f"{len(ctx.trace)} steps saved and reloaded" + ("" if same else ": reloaded trace DIFFERS")
 
 def _check_rewards(ctx):
-    bad = [s for s in ctx.trace if not math.isfinite(s.reward) or not all(math.isfinite(v) for v in s.reward_terms.values())]
-    return not bad, f"{len(ctx.trace)} step rewards finite" if not bad else f"step {bad[0].id}: reward {bad[0].reward}, terms {bad[0].reward_terms}"
+    scored = [s for s in ctx.trace if s.infra_error is None]     # an infrastructure failure has no reward (None)
+    bad = [s for s in scored if not math.isfinite(s.reward) or not all(math.isfinite(v) for v in s.reward_terms.values())]
+    return not bad, f"{len(scored)} step rewards finite" if not bad else f"step {bad[0].id}: reward {bad[0].reward}, terms {bad[0].reward_terms}"
+
+def _check_infra(ctx):
+    bad = [s for s in ctx.trace if s.infra_error is not None]
+    if not bad: return True, f"{len(ctx.trace)} steps carried out, none hit an infrastructure error"
+    return False, f"{len(bad)} of {len(ctx.trace)} steps hit an infrastructure error, e.g. {bad[0].agent} at {bad[0].id}: {bad[0].infra_error}"
 
 CHECKS = {'determinism': _check_determinism, 'seeds_vary': _check_seeds_vary, 'serialisable': _check_serialisable,
           'clone_independent': _check_clone, 'garbage_is_format_error': _check_garbage, 'max_turns': _check_max_turns,
-          'done_success': _check_done_success, 'trace_roundtrip': _check_trace, 'rewards_finite': _check_rewards}
+          'done_success': _check_done_success, 'trace_roundtrip': _check_trace, 'rewards_finite': _check_rewards,
+          'no_infra_errors': _check_infra}
 
 # %% ../../nbs/engine/13_check_env.ipynb #c40cf79e
 class _Ctx:
@@ -155,7 +162,7 @@ def check_env(name:str, seeds=range(4), policy=None, worker=None, turn_order=Non
     except Exception as e:
         report.results.append(CheckResult('rollout', False, f"{type(e).__name__}: {e}"))
     for cname, fn in CHECKS.items():
-        if ctx.trace is None and cname in ('done_success', 'trace_roundtrip', 'rewards_finite'): continue
+        if ctx.trace is None and cname in ('done_success', 'trace_roundtrip', 'rewards_finite', 'no_infra_errors'): continue
         try: ok, detail = fn(ctx)
         except Exception as e: ok, detail = False, f"{type(e).__name__}: {e}"
         report.results.append(CheckResult(cname, bool(ok), detail))

@@ -154,11 +154,15 @@ async def agent_turn(slots:list[Slot], role:str, turn:int, policy, spec:RolloutS
     return groups
 
 # %% ../../nbs/engine/12_rollout.ipynb #1dc92552
-def _pick(rewards:list[float], select, rng:random.Random) -> int:
-    if callable(select): return int(select(rewards, rng))
-    if select == 'random': return rng.randrange(len(rewards))
-    top = max(rewards)
-    return rng.choice([i for i, r in enumerate(rewards) if r == top])
+def _pick(rewards:list, select, rng:random.Random) -> int:
+    "The index of the branch to keep; unscored branches (None: an infrastructure failure) only when all are."
+    scored = [i for i, r in enumerate(rewards) if r is not None]
+    if not scored: return rng.randrange(len(rewards))
+    rs = [rewards[i] for i in scored]
+    if callable(select): return scored[int(select(rs, rng))]
+    if select == 'random': return scored[rng.randrange(len(rs))]
+    top = max(rs)
+    return rng.choice([i for i, r in zip(scored, rs) if r == top])
 
 # %% ../../nbs/engine/12_rollout.ipynb #2c6d8e1b
 def _record(b:Branch, group_id:str, selected:bool) -> Step:
@@ -166,7 +170,8 @@ def _record(b:Branch, group_id:str, selected:bool) -> Step:
     return Step(id=f"{s.root_id}/t{b.turn}/{b.role}/{b.sample_idx}",
                 parent_id=s.state_id, problem_uid=s.uid, turn_idx=b.turn, agent=b.role, prompt=agent.current_prompt,
                 completion=comp.text, action=agent.current_action, format_error=agent.format_error,
-                infra_error=agent.infra_error, reward=float(agent.agent_reward), reward_terms=dict(agent.reward_terms),
+                infra_error=agent.infra_error, reward=None if agent.infra_error else float(agent.agent_reward),
+                reward_terms=dict(agent.reward_terms),
                 state_after=env.state.to_dict(),
                 selected=selected, rollout_idx=s.rollout_idx, sample_idx=b.sample_idx, group_id=group_id, done=env.done,
                 success=env.success, token_ids=comp.token_ids, logprobs=comp.logprobs,
@@ -191,10 +196,11 @@ def close_episodes(slots:list[Slot], trace:Trace|None=None) -> list[Episode]:
     out = []
     for s in slots:
         rewards = {}
-        for st in s.kept: rewards[st.agent] = rewards.get(st.agent, 0.0) + st.reward
+        for st in s.kept: rewards[st.agent] = rewards.get(st.agent, 0.0) + (st.reward or 0.0)   # None: not scored
         turns = max((st.turn_idx for st in s.kept), default=-1) + 1
         out.append(Episode(s.uid, s.seed, s.rollout_idx, bool(s.env.success), bool(s.env.done), turns,
-                           s.root_id, s.state_id, rewards, sum(st.format_error is not None for st in s.kept)))
+                           s.root_id, s.state_id, rewards, sum(st.format_error is not None for st in s.kept),
+                           sum(st.infra_error is not None for st in s.kept)))
     if trace is not None: trace.episodes.extend(out)
     return out
 

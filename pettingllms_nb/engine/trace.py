@@ -32,7 +32,7 @@ class Step:
     action: Any = None
     format_error: str|None = None
     infra_error: str|None = None # the step hit an infrastructure failure (sandbox, retriever, browser): never scored
-    reward: float = 0.0
+    reward: float|None = 0.0     # None: not scored (the step has an `infra_error`)
     reward_terms: dict = field(default_factory=dict)
     state_after: dict = field(default_factory=dict)
     selected: bool = True        # kept (tree sampling keeps one branch per group)
@@ -57,8 +57,9 @@ class Episode:
     turns: int
     root_id: str                 # id of the initial state
     final_id: str                # id of the final state
-    rewards: dict = field(default_factory=dict)   # per agent: sum of the kept steps' rewards
+    rewards: dict = field(default_factory=dict)   # per agent: sum of the kept steps' rewards (scored ones)
     format_errors: int = 0
+    infra_errors: int = 0        # kept steps with an `infra_error`: the episode counts in no success rate
 
 # %% ../../nbs/engine/11_trace.ipynb #06dc0b4a
 class Trace:
@@ -103,17 +104,53 @@ class Trace:
         for s in self.steps: g[key(s)].append(s)
         return dict(g)
 
-    def success_rate(self) -> float:
-        "Fraction of episodes that solved their problem."
-        return sum(e.success for e in self.episodes) / len(self.episodes) if self.episodes else float('nan')
+    def scored_episodes(self) -> list[Episode]:
+        "The episodes no infrastructure failure touched (their kept steps have no `infra_error`)."
+        return [e for e in self.episodes if not e.infra_errors]
 
-    def summary(self) -> dict:
-        "Headline numbers: episodes, success rate, and per agent the mean reward and format-error rate."
-        per = defaultdict(list)
-        for s in self.steps: per[s.agent].append(s)
-        return {'episodes': len(self.episodes), 'steps': len(self.steps), 'success_rate': self.success_rate(),
-                'agents': {a: {'steps': len(ss), 'mean_reward': sum(s.reward for s in ss) / len(ss),
-                               'format_error_rate': sum(s.format_error is not None for s in ss) / len(ss)} for a, ss in per.items()}}
+    def success_rate(self) -> float:
+        "Fraction of the scored episodes that solved their problem (NaN when there are none)."
+        eps = self.scored_episodes()
+        return sum(e.success for e in eps) / len(eps) if eps else float('nan')
+
+# %% ../../nbs/engine/11_trace.ipynb #cdbebcb2
+def _mean(xs) -> float: return sum(xs) / len(xs) if xs else float('nan')
+
+@patch
+def summary(self:Trace) -> dict:
+    "Headline numbers: episodes, success rate, infra errors, and per agent the mean reward, format and infra errors."
+    per = defaultdict(list)
+    for s in self.steps: per[s.agent].append(s)
+    agents = {a: {'steps': len(ss), 'mean_reward': _mean([s.reward for s in ss if s.infra_error is None]),
+                  'format_error_rate': sum(s.format_error is not None for s in ss) / len(ss),
+                  'infra_errors': sum(s.infra_error is not None for s in ss)} for a, ss in per.items()}
+    return {'episodes': len(self.episodes), 'steps': len(self.steps), 'success_rate': self.success_rate(),
+            'infra_errors': sum(s.infra_error is not None for s in self.steps),
+            'infra_episodes': len(self.episodes) - len(self.scored_episodes()), 'agents': agents}
+
+# %% ../../nbs/engine/11_trace.ipynb #9334f207
+@patch
+def kept_path(self:Trace, ep:Episode) -> list[Step]:
+    "The steps episode `ep` continued from, first to last."
+    out, sid = [], ep.final_id
+    while sid != ep.root_id and sid not in self.roots:
+        s = self.step(sid)
+        out.append(s)
+        sid = s.parent_id
+    return out[::-1]
+
+@patch
+def mark_infra_error(self:Trace, reason:str, steps=None) -> int:
+    "Mark `steps` (default: all) as hit by the infrastructure failure `reason`, unscored; returns how many were newly marked."
+    n = 0
+    for s in (self.steps if steps is None else steps):
+        if s.infra_error is None: s.infra_error, n = reason, n + 1
+        s.reward, s.reward_terms, s.advantage = None, {}, None
+    for e in self.episodes:
+        path = self.kept_path(e)
+        e.infra_errors = sum(s.infra_error is not None for s in path)
+        e.rewards = {a: sum(s.reward for s in path if s.agent == a and s.reward is not None) for a in e.rewards}
+    return n
 
 # %% ../../nbs/engine/11_trace.ipynb #36b2de35
 @patch
@@ -154,19 +191,26 @@ def _cut(x, n=120):
     s = x if isinstance(x, str) else json.dumps(x, default=str)
     return s if len(s) <= n else s[:n//2] + ' … ' + s[-n//2:]
 
+def _reward_cell(s:Step) -> str: return f"⚠ infra error, not scored: {_cut(s.infra_error, 80)}" if s.infra_error else f"{s.reward:.3f}"
+def _infra_row(s:Step) -> str: return " class='pllm-infra-error' style='color:#8250df'" if s.infra_error else ''
+
 @patch
 def _repr_html_(self:Trace, max_steps:int=20) -> str:
     sm = self.summary()
     head = (f"<b>Trace</b>: {sm['episodes']} episodes, {sm['steps']} steps, success rate "
             f"{sm['success_rate']:.2f}" if sm['episodes'] else f"<b>Trace</b>: {sm['steps']} steps")
-    agents = ''.join(f"<tr><td>{html.escape(a)}</td><td>{v['steps']}</td><td>{v['mean_reward']:.3f}</td><td>{v['format_error_rate']:.2f}</td></tr>"
-                     for a, v in sm['agents'].items())
+    if sm['infra_errors']:
+        head += (f" · <span class='pllm-infra-error' style='color:#8250df'>⚠ {sm['infra_errors']} steps hit infrastructure "
+                 f"failures (not scored; {sm['infra_episodes']} episodes left out of the success rate)</span>")
+    agents = ''.join(f"<tr><td>{html.escape(a)}</td><td>{v['steps']}</td><td>{v['mean_reward']:.3f}</td>"
+                     f"<td>{v['format_error_rate']:.2f}</td><td>{v['infra_errors']}</td></tr>" for a, v in sm['agents'].items())
     cols = ('turn', 'agent', 'sample', 'completion', 'action / format error', 'reward', 'kept')
-    rows = ''.join("<tr>" + ''.join(f"<td>{html.escape(str(c))}</td>" for c in (
+    rows = ''.join(f"<tr{_infra_row(s)}>" + ''.join(f"<td>{html.escape(str(c))}</td>" for c in (
         s.turn_idx, s.agent, s.sample_idx, _cut(s.completion), _cut(s.action) if s.format_error is None else f"⚠ {_cut(s.format_error)}",
-        f"{s.reward:.3f}", '✔' if s.selected else '')) + "</tr>" for s in self.steps[:max_steps])
+        _reward_cell(s), '✔' if s.selected else '')) + "</tr>" for s in self.steps[:max_steps])
     more = f"<p>… {len(self.steps) - max_steps} more steps</p>" if len(self.steps) > max_steps else ""
-    return (f"<div class='pllm-trace'><p>{head}</p><table><tr><th>agent</th><th>steps</th><th>mean reward</th><th>format errors</th></tr>{agents}</table>"
+    return (f"<div class='pllm-trace'><p>{head}</p><table><tr><th>agent</th><th>steps</th><th>mean reward</th><th>format errors</th>"
+            f"<th>infra errors</th></tr>{agents}</table>"
             f"<table><tr>{''.join(f'<th>{c}</th>' for c in cols)}</tr>{rows}</table>{more}</div>")
 
 @patch

@@ -91,10 +91,11 @@ def group_stats(steps:Iterable,                # trace steps (a `Trace` or a lis
     steps = list(steps)
     if eps < 0: raise ValueError(f"eps={eps!r}; expected a number >= 0")
     if ddof not in (0, 1): raise ValueError(f"ddof={ddof!r}; allowed: 0 (population std) or 1 (sample std)")
-    rewards = _rewards(steps, reward_fn)
+    scored = [i for i, s in enumerate(steps) if getattr(s, 'infra_error', None) is None]   # infra errors: in no group
+    rewards = dict(zip(scored, _rewards([steps[i] for i in scored], reward_fn)))
     members = defaultdict(list)
-    for i, s in enumerate(steps):
-        k = key(s)
+    for i in scored:
+        s, k = steps[i], key(steps[i])
         try: members[k].append(i)
         except TypeError: raise TypeError(f"group key {k!r} of step {s.id!r} is not hashable; return a tuple or a string from `key`") from None
     return [_group(k, [rewards[i] for i in ii], ii, normalize_std, drop_zero_variance, eps, ddof) for k, ii in members.items()]
@@ -111,14 +112,15 @@ class AdvantageStats:
     zero_variance_frac: float = float('nan')
     dropped_steps: int = 0
     mean_group_std: float = float('nan')     # average within-group reward spread: the size of the signal
+    infra_steps: int = 0                     # steps left out of every group: they hit an infrastructure failure
 
     @classmethod
-    def from_groups(cls, groups:list[GroupStats]) -> AdvantageStats:
-        if not groups: return cls()
+    def from_groups(cls, groups:list[GroupStats], infra_steps:int=0) -> AdvantageStats:
+        if not groups: return cls(infra_steps=infra_steps)
         n = len(groups)
         return cls(sum(g.size for g in groups), n, sum(g.size for g in groups) / n, sum(g.size == 1 for g in groups),
                    sum(g.zero_variance for g in groups), sum(g.zero_variance for g in groups) / n,
-                   sum(g.size for g in groups if g.dropped), math.fsum(g.std for g in groups) / n)
+                   sum(g.size for g in groups if g.dropped), math.fsum(g.std for g in groups) / n, infra_steps)
 
     def as_dict(self, prefix:str='adv/') -> dict: return {prefix + k: v for k, v in asdict(self).items()}
 
@@ -135,13 +137,14 @@ def groups_table(groups:list[GroupStats], max_rows:int=20) -> str:
 
 class Advantages(list):
     "Per-step advantages (a list, None = dropped), with the `groups` and batch `stats` they came from."
-    def __init__(self, values, groups:list[GroupStats]):
+    def __init__(self, values, groups:list[GroupStats], infra_steps:int=0):
         super().__init__(values)
-        self.groups, self.stats = groups, AdvantageStats.from_groups(groups)
+        self.groups, self.stats = groups, AdvantageStats.from_groups(groups, infra_steps)
     def _repr_markdown_(self):
         s = self.stats
         return (f"**{s.groups} groups** of mean size {s.mean_group_size:.2f}, {s.zero_variance_groups} with zero variance, "
-                f"{s.dropped_steps} steps dropped\n\n" + groups_table(self.groups))
+                f"{s.dropped_steps} steps dropped"
+                + (f", {s.infra_steps} left out (infrastructure errors)" if s.infra_steps else '') + "\n\n" + groups_table(self.groups))
 
 # %% ../../nbs/training/52_advantages.ipynb #bc3050e1
 def group_advantages(steps:Iterable, key:Callable, normalize_std:bool=True, drop_zero_variance:bool=False,
@@ -152,10 +155,10 @@ def group_advantages(steps:Iterable, key:Callable, normalize_std:bool=True, drop
     values = [None] * len(steps)
     for g in groups:
         for i, a in zip(g.indices, g.advantages): values[i] = a
-    adv = Advantages(values, groups)
+    adv = Advantages(values, groups, sum(getattr(s, 'infra_error', None) is not None for s in steps))
     s = adv.stats
-    _log.info("advantages: %d steps in %d groups (mean size %.2f), %d zero-variance, %d steps dropped",
-             s.steps, s.groups, s.mean_group_size, s.zero_variance_groups, s.dropped_steps)
+    _log.info("advantages: %d steps in %d groups (mean size %.2f), %d zero-variance, %d steps dropped, %d infra errors left out",
+             s.steps, s.groups, s.mean_group_size, s.zero_variance_groups, s.dropped_steps, s.infra_steps)
     if groups and s.zero_variance_groups == s.groups:
         _log.warning("every one of the %d advantage groups has zero reward variance: this batch carries no learning signal", s.groups)
     return adv

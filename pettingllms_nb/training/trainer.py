@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from ..core.config import (Config, load_config, agent_roles, agent_config, agent_policies, env_kwargs,
                                         validation_seeds, train_seeds)
-from ..core.registry import make_worker
+from ..core.registry import make_worker, registry
 from ..engine.policies import run_sync
 from ..engine.rollout import arollout, renamed_kwarg
 from ..engine.trace import Trace
@@ -21,7 +21,7 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SHOWN_METRICS', 'Unit', 'warm_start_pairs', 'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics',
-           'CachingWorker', 'Trainer', 'FitResult', 'plot_metrics']
+           'CachingWorker', 'Trainer', 'InfraError', 'infra_summary', 'FitResult', 'plot_metrics']
 
 # %% ../../nbs/training/55_trainer.ipynb #97c12dbf
 @dataclass
@@ -112,15 +112,19 @@ def make_optimizer(unit:Unit, cfg):
 
 # %% ../../nbs/training/55_trainer.ipynb #f5d36cc6
 def trace_metrics(tr:Trace, prefix:str) -> dict:
-    "Success, per-agent success/reward/format errors, avg@k and pass@k of a trace."
-    m = {f'{prefix}/success_rate': tr.success_rate(), f'{prefix}/episodes': len(tr.episodes)}
+    "Success, per-agent success/reward/format errors, avg@k and pass@k of a trace; infrastructure errors counted apart."
+    hit = [s for s in tr if s.infra_error is not None]
+    m = {f'{prefix}/success_rate': tr.success_rate(), f'{prefix}/episodes': len(tr.episodes),
+         f'{prefix}/infra_errors': len(hit), f'{prefix}/infra_error_share': len(hit) / len(tr) if len(tr) else 0.0,
+         f'{prefix}/infra_episodes': len(tr.episodes) - len(tr.scored_episodes())}
     by_problem = {}
-    for e in tr.episodes: by_problem.setdefault(e.problem_uid, []).append(e.success)
+    for e in tr.scored_episodes(): by_problem.setdefault(e.problem_uid, []).append(e.success)
     if by_problem and max(len(v) for v in by_problem.values()) > 1:
         m[f'{prefix}/avg@k'] = sum(sum(v) / len(v) for v in by_problem.values()) / len(by_problem)
         m[f'{prefix}/pass@k'] = sum(any(v) for v in by_problem.values()) / len(by_problem)
     for a in tr.meta.get('turn_order', []):
-        ss = [s for s in tr if s.agent == a and s.selected]
+        m[f'{prefix}/{a}/infra_errors'] = sum(s.agent == a for s in hit)
+        ss = [s for s in tr if s.agent == a and s.selected and s.infra_error is None]
         if not ss: continue
         m[f'{prefix}/{a}/reward'] = sum(s.reward for s in ss) / len(ss)
         m[f'{prefix}/{a}/format_error_rate'] = sum(s.format_error is not None for s in ss) / len(ss)
@@ -173,7 +177,7 @@ class Trainer:
         self.dist = None   # a `training.distributed.Distributed` rank once `distribute` is called
         self.val_seeds = validation_seeds(self.cfg)
         self._loggers = None
-        if resume: self.load_checkpoint()
+        if resume: self.resume()
 
     def __repr__(self):
         return (f"Trainer({self.cfg.env.name}/{self.cfg.env.benchmark}, {self.cfg.specialization}, roles={self.roles}, "
@@ -245,9 +249,11 @@ def train_step(self:Trainer) -> dict:
     from pettingllms_nb.training.advantages import ESTIMATORS
     t, t0 = self.cfg.training, time.perf_counter()
     tr = self.collect()
+    canaries = self.check_sandbox(tr)      # a canary with the wrong verdict marks the whole batch
+    self.check_infra(tr, 'training')       # too many infrastructure failures: stop, saying what failed
     t1 = time.perf_counter()
     advs = ESTIMATORS[t.algorithm](tr.steps, normalize_std=t.normalize_std, drop_zero_variance=t.drop_zero_variance)
-    m = {'step': self.step + 1, **trace_metrics(tr, 'train'), **advs.stats.as_dict(prefix='adv/')}
+    m = {'step': self.step + 1, **trace_metrics(tr, 'train'), **canaries, **advs.stats.as_dict(prefix='adv/')}
     for u in self.units:
         idx = [i for i, s in enumerate(tr.steps) if s.agent in u.roles]
         m.update(self._unit_update(u, [tr.steps[i] for i in idx], [advs[i] for i in idx]))
@@ -265,7 +271,49 @@ def evaluate(self:Trainer, seeds=None, sample_num:int|None=None, temperature:flo
     if temperature is None: temperature = float(agent_config(self.cfg, self.roles[0]).val_temperature)
     tr = self.collect(seeds=self.val_seeds if seeds is None else list(seeds), mode='independent', sample_num=sample_num,
                       temperature=temperature)
+    self.check_infra(tr, 'validation')
     return trace_metrics(tr, prefix)
+
+# %% ../../nbs/training/55_trainer.ipynb #c4ebdc90
+class InfraError(RuntimeError):
+    "Training stopped: too many steps hit infrastructure failures (the message says which, and how often)."
+
+def infra_summary(tr:Trace, top:int=3) -> str:
+    "The most common infrastructure failures of a trace, with their counts and agents, in one line."
+    why = {}
+    for s in tr:
+        if s.infra_error is not None: why.setdefault(s.infra_error[:200], []).append(s.agent)
+    common = sorted(why.items(), key=lambda kv: -len(kv[1]))[:top]
+    return '; '.join(f"{len(a)}x {r!r} ({', '.join(sorted(set(a)))})" for r, a in common)
+
+@patch
+def check_infra(self:Trainer, tr:Trace, where:str='training'):
+    "Raise `InfraError` when more of `tr`'s steps than `training.max_infra_error_share` hit infrastructure failures."
+    n, hit, cap = len(tr), sum(s.infra_error is not None for s in tr), self.cfg.training.max_infra_error_share
+    if not n or hit / n <= cap: return
+    raise InfraError(f"{where} stopped at step {self.step + 1}: {hit} of {n} steps ({hit / n:.0%}) hit infrastructure "
+                     f"failures, more than training.max_infra_error_share={cap}; most common: {infra_summary(tr)}. "
+                     "Fix what failed (`pettingllms-nb check-env` and the sandbox canaries say whether it works), "
+                     "or raise training.max_infra_error_share.")
+
+# %% ../../nbs/training/55_trainer.ipynb #0eff3104
+@patch(as_prop=True)
+def uses_sandbox(self:Trainer) -> bool:
+    "Does an agent of this run execute programs?"
+    return any(getattr(registry.get('agent', r), 'uses_sandbox', False) for r in self.roles)
+
+@patch
+def check_sandbox(self:Trainer, tr:Trace|None=None) -> dict:
+    "Run the sandbox canaries (every `canary_freq` steps); if one fails, mark every step of `tr`. Returns metrics."
+    from pettingllms_nb.sandbox.program import run_canaries
+    freq = self.cfg.training.canary_freq
+    if not freq or not self.uses_sandbox or (self.step + 1) % freq: return {}
+    worker = self.worker.worker if isinstance(self.worker, CachingWorker) else self.worker   # never a cached answer
+    t0 = time.perf_counter()
+    report = run_canaries(worker)
+    if not report.healthy and tr is not None:
+        tr.mark_infra_error(f"sandbox canaries failed (the batch cannot be trusted): {report.reason}")
+    return {'sandbox/canary_failures': len(report.failures), 'time/canaries_s': time.perf_counter() - t0}
 
 # %% ../../nbs/training/55_trainer.ipynb #979cc0ed
 def _atomic_write(path:Path, data:bytes):
@@ -330,6 +378,41 @@ def load_checkpoint(self:Trainer, path=None) -> Path|None:
     self.rng.setstate(st['rng']); torch.set_rng_state(st['torch_rng']); random.setstate(st['py_rng'])
     for p, c in zip(self._policy_list(), st['policy_calls']): p.calls = c
     _log.info("resumed from %s at step %d", path, self.step)
+    return path
+
+# %% ../../nbs/training/55_trainer.ipynb #53f91317
+@patch
+def _clean_stale_checkpoints(self:Trainer) -> list:
+    "Remove what a kill during `save_checkpoint` leaves behind: temporary checkpoint directories and `latest` files."
+    stale = [*self.ckpt_dir.glob('.step_*'), *self.ckpt_dir.glob('latest*.tmp'), *self.out.glob('metrics.jsonl*.tmp')]
+    for p in stale:
+        if p.is_dir(): shutil.rmtree(p, ignore_errors=True)
+        else: p.unlink(missing_ok=True)
+    if stale: _log.info("resume: removed %d stale temporary file(s): %s", len(stale), [p.name for p in stale])
+    return stale
+
+def _logged_step(line:str):
+    try: return json.loads(line).get('step')
+    except (ValueError, AttributeError): return None
+
+@patch
+def _trim_metrics(self:Trainer, step:int|None) -> int:
+    "Cut `metrics.jsonl` back to the rows of steps <= `step` (None: to nothing); returns how many rows went."
+    path = self.out / 'metrics.jsonl'
+    if not path.exists(): return 0
+    rows = path.read_text().splitlines()
+    keep = [l for l in rows if step is not None and isinstance(s := _logged_step(l), int) and s <= step]
+    if len(keep) < len(rows):
+        _atomic_write(path, ''.join(l + '\n' for l in keep).encode())
+        _log.info("resume: metrics.jsonl cut back to step %s (%d rows removed)", step, len(rows) - len(keep))
+    return len(rows) - len(keep)
+
+@patch
+def resume(self:Trainer) -> Path|None:
+    "Continue the run in `out_dir` from its latest checkpoint (or from the start): clean up, load, trim the log."
+    self._clean_stale_checkpoints()
+    path = self.load_checkpoint()
+    self._trim_metrics(self.step if path is not None else None)
     return path
 
 # %% ../../nbs/training/55_trainer.ipynb #04ebff95

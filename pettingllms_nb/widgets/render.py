@@ -12,8 +12,8 @@ from typing import Any
 # %% auto #0
 __all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'esc', 'as_dict', 'kv_table', 'register_card', 'register_board', 'state_class',
            'board_svg', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'render_state', 'show_html', 'flatten',
-           'changed', 'render_diff', 'render_prompt', 'render_completion', 'render_action', 'render_reward',
-           'render_step_card', 'render_phase']
+           'changed', 'render_diff', 'render_prompt', 'render_completion', 'render_action', 'render_infra',
+           'render_reward', 'render_step_card', 'render_phase']
 
 # %% ../../nbs/widgets/60_render.ipynb #d113efc3
 PHASES = ('update_from_env', 'generate', 'update_from_model', 'step', 'reward')  # one interaction cycle of one agent
@@ -208,8 +208,17 @@ def render_action(step) -> str:
         return f"<div class='pllm-format-error' style='color:#c00'>⚠ format error: {_pre(esc(step.format_error, 2000))}</div>"
     return f"<div class='pllm-action'>action: {_pre(esc(step.action, 2000))}</div>"
 
+def render_infra(step) -> str:
+    "The infrastructure failure a step hit (empty when none): it is not scored."
+    why = getattr(step, 'infra_error', None)
+    if why is None: return ''
+    return (f"<div class='pllm-infra-error' style='color:{VERDICT_COLOURS['IE']}'>⚠ infrastructure error (not scored, "
+            f"left out of training): {_pre(esc(why, 2000))}</div>")
+
 def render_reward(step) -> str:
-    "The step's reward and each reward term."
+    "The step's reward and each reward term (or that it was not scored)."
+    if getattr(step, 'infra_error', None) is not None or step.reward is None:
+        return "<div class='pllm-reward'><b>reward: not scored</b> (infrastructure error)</div>"
     rows = ''.join(f"<tr><td>{esc(k)}</td><td style='text-align:right'>{float(v):+.3f}</td></tr>" for k, v in step.reward_terms.items())
     adv = f", advantage {step.advantage:+.3f}" if step.advantage is not None else ''
     return (f"<div class='pllm-reward'><b>reward {step.reward:+.3f}</b>{adv}"
@@ -227,10 +236,12 @@ def render_step_card(step, phase:str='reward', before=None, active:bool=True, en
     kept = '' if step.selected else " <span style='color:#888'>(branch not kept)</span>"
     style = 'border:2px solid #1e66f5;background:#f5f8ff' if active else 'border:1px solid #ccc;opacity:0.6'
     return (f"<div class='pllm-card{' pllm-active' if active else ''}' data-agent='{esc(step.agent)}' style='{style};padding:6px;margin:4px;border-radius:6px'>"
-            f"<b>{esc(step.agent)}</b> · turn {step.turn_idx} · sample {step.sample_idx}{kept} · <i>{phase}</i>{body}</div>")
+            f"<b>{esc(step.agent)}</b> · turn {step.turn_idx} · sample {step.sample_idx}{kept} · <i>{phase}</i>{render_infra(step)}{body}</div>")
 
 def _idle_card(agent:str, last=None) -> str:
-    what = (f"last: turn {last.turn_idx}, reward {last.reward:+.3f}" if last is not None else 'not yet acted')
+    if last is None: what = 'not yet acted'
+    elif last.reward is None: what = f"last: turn {last.turn_idx}, not scored (infrastructure error)"
+    else: what = f"last: turn {last.turn_idx}, reward {last.reward:+.3f}"
     return (f"<div class='pllm-card' data-agent='{esc(agent)}' style='border:1px solid #ccc;opacity:0.6;padding:6px;margin:4px;border-radius:6px'>"
             f"<b>{esc(agent)}</b> · {esc(what)}</div>")
 

@@ -112,6 +112,11 @@ class StepThrough:
 
 # %% ../../nbs/widgets/61_widgets.ipynb #dcaae1cf
 def _num(x) -> str: return '—' if x is None else f"{x:+.3f}"
+def _reward(s) -> str: return 'not scored' if s.infra_error is not None or s.reward is None else f"{s.reward:+.3f}"
+def _what(s) -> str:
+    "The action, or the format error, or the infrastructure error a step hit."
+    if s.infra_error is not None: return '⚠ infrastructure error: ' + esc(s.infra_error, 80)
+    return esc(s.action, 80) if s.format_error is None else '⚠ ' + esc(s.format_error, 80)
 
 def render_tree(trace, advantages=None, max_groups:int=50) -> str:
     "Per agent step group: the sibling samples, their rewards, AT-GRPO advantages, and the kept branch (✔)."
@@ -125,8 +130,8 @@ def render_tree(trace, advantages=None, max_groups:int=50) -> str:
     for gid, sib in list(groups.items())[:max_groups]:
         rows = ''.join(
             f"<tr class='{'pllm-kept' if s.selected else 'pllm-dropped'}' style='{'background:#dff5df;font-weight:bold' if s.selected else 'color:#777'}'>"
-            f"<td>{s.sample_idx}</td><td>{'✔ kept' if s.selected else ''}</td><td>{s.reward:+.3f}</td><td>{_num(adv[idx[id(s)]])}</td>"
-            f"<td>{esc(s.action, 80) if s.format_error is None else '⚠ ' + esc(s.format_error, 80)}</td></tr>" for s in sib)
+            f"<td>{s.sample_idx}</td><td>{'✔ kept' if s.selected else ''}</td><td>{_reward(s)}</td><td>{_num(adv[idx[id(s)]])}</td>"
+            f"<td>{_what(s)}</td></tr>" for s in sib)
         s0 = sib[0]
         out.append(f"<details open class='pllm-tree-group'><summary>{esc(s0.agent)} · turn {s0.turn_idx} · {esc(s0.problem_uid)} · "
                    f"{len(sib)} samples</summary><table><tr><th>sample</th><th>kept</th><th>reward</th><th>advantage</th>"

@@ -8,6 +8,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/agents.html.
 from __future__ import annotations
 import logging, re
 from ...core.agent import Agent
+from ...core.params import declare_params
 from ...core.parsing import FormatError
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_agent
@@ -85,7 +86,7 @@ PLANNER_REWARDS = RewardSpec([
     process('format', _format, weight=0.5),
 ])
 EXECUTOR_REWARDS = RewardSpec([
-    local('useful', lambda env, a: env.state.last_gain if a.current_action is not None and not a.infra_error else 0.0),
+    local('useful', lambda env, a: env.state.last_gain if a.current_action is not None else 0.0),
     team('won', _won),
     process('invalid', lambda env, a: -1.0 if a.current_action is not None and env.state.last_valid is False else 0.0,
             weight=0.5),
@@ -139,3 +140,6 @@ class AlfworldSingleAgent(AlfworldExecutor):
     def build_prompt(self, env, turn_idx:int) -> str:
         st = env.state
         return compact_prompt('single', st) if env.prompt_style == 'compact' else single_prompt(st, env.history)
+
+# %% ../../../nbs/envs/alfworld/89a_agents.ipynb #0c563525
+for _cls in (AlfworldPlanner, AlfworldExecutor, AlfworldSingleAgent): declare_params(_cls)

@@ -8,11 +8,13 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/env.html.md"
 from __future__ import annotations
 import collections, logging, random, re
 from ...core.env import Env, ReplayClone
+from ...core.params import Param, declare_params
 from ...core.registry import register_env
 from .engine import (INVALID_FEEDBACK, Observation, SimulatorError, asim_call,
                                                  require_alfworld, sim_call)
 from .data import (Game, generate_solvable, load_alfworld, load_textworld_games,
-                                               make_textworld_game, milestones, task_type_name, TW_CHALLENGES)
+                                               make_textworld_game, milestones, task_type_name, SPLITS, TASK_TYPES,
+                                               TW_CHALLENGES)
 from .state import AlfworldState
 from . import render   # registers the state's card
 
@@ -20,10 +22,10 @@ require_alfworld()   # without the [alfworld] extra the registry lists alfworld_
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['BENCHMARKS', 'WALKTHROUGHS', 'generated_game', 'AlfworldEnv']
+__all__ = ['BENCHMARKS', 'PROMPT_STYLES', 'WALKTHROUGHS', 'generated_game', 'AlfworldEnv']
 
 # %% ../../../nbs/envs/alfworld/88a_env.ipynb #a8945026
-BENCHMARKS = ('generated', 'alfworld', 'textworld')
+BENCHMARKS, PROMPT_STYLES = ('generated', 'alfworld', 'textworld'), ('full', 'compact')
 WALKTHROUGHS: dict = {}                  # problem uid -> the planner's plan from the start (for scripted oracles only)
 _TASKS = collections.OrderedDict()
 
@@ -50,7 +52,7 @@ class AlfworldEnv(ReplayClone, Env):
                  data_path=None, games=None, challenge:str='tw-cooking', timeout:float=60.0, prompt_style:str='full',
                  history:int=6, max_turns:int|None=None, dataset:str|None=None):
         benchmark = dataset or benchmark
-        checks = (('benchmark', benchmark, BENCHMARKS), ('prompt_style', prompt_style, ('full', 'compact')),
+        checks = (('benchmark', benchmark, BENCHMARKS), ('prompt_style', prompt_style, PROMPT_STYLES),
                   ('challenge', challenge, tuple(TW_CHALLENGES)))
         for key, value, allowed in checks:
             if value not in allowed: raise ValueError(f"alfworld_env: {key}={value!r}; expected one of {allowed}")
@@ -130,6 +132,43 @@ def is_success(self:AlfworldEnv) -> bool: return bool(self.state.won)
 def is_terminal(self:AlfworldEnv) -> bool: return bool(self.state.won)
 
 register_env('alfworld_env')(AlfworldEnv)   # registered once complete (the registry checks it has make_state)
+
+# %% ../../../nbs/envs/alfworld/88a_env.ipynb #d4ba97be
+declare_params(AlfworldEnv,
+               benchmark=Param(str, choices=BENCHMARKS, doc='where the games come from'),
+               dataset=Param(str, choices=BENCHMARKS, optional=True, doc="another name for `benchmark`"),
+               split=Param(str, choices=SPLITS, optional=True, doc="ALFWorld's split (null: 'valid_seen')"),
+               task_types=Param(list, optional=True, doc="only these task types: numbers 1-6 or ALFWorld's names"),
+               size=Param(int, ge=1, optional=True, doc='receptacles in a generated room (null: 6 to 12)'),
+               data_path=Param(str, optional=True, doc="ALFWorld's data folder (null: $ALFWORLD_DATA)"),
+               games=Param((str, list), optional=True, doc='TextWorld game files: a folder, a glob or a list'),
+               challenge=Param(str, choices=tuple(TW_CHALLENGES), doc="tw-make's challenge for TextWorld games"),
+               timeout=Param(float, gt=0, le=3600, doc='seconds a simulator call may take'),
+               prompt_style=Param(str, choices=PROMPT_STYLES, doc='full text, or compact for tiny models'),
+               history=Param(int, ge=0, doc='past commands shown in a prompt'))
+
+_ONLY = {'split': 'alfworld', 'data_path': 'alfworld', 'games': 'textworld', 'challenge': 'textworld',
+         'size': 'generated'}   # the one benchmark each of these means something to
+
+def _task_type_ok(t) -> bool:
+    if isinstance(t, str): return t in TASK_TYPES.values()
+    return isinstance(t, int) and not isinstance(t, bool) and t in TASK_TYPES
+
+@patch(cls_method=True)
+def check_rules(cls:AlfworldEnv, params:dict, key=str) -> list[str]:
+    "The rules across parameters that the constructor relies on, without loading any game."
+    g, e = params.get, []
+    ds, bm = g('dataset'), g('benchmark')
+    if ds is not None and bm is not None and ds != bm:
+        e.append(f"{key('dataset')}={ds!r}: disagrees with {key('benchmark')}={bm!r}; "
+                 "allowed is one of the two, or both the same")
+    name = ds or bm or 'generated'
+    bad = [t for t in g('task_types') or [] if not _task_type_ok(t)]
+    if bad: e.append(f"{key('task_types')}={g('task_types')!r}: {bad} are not task types; "
+                     f"allowed are {sorted(TASK_TYPES)} or {list(TASK_TYPES.values())}")
+    e += [f"{key(k)}={g(k)!r}: a parameter of benchmark={b!r}, not of {name!r}; allowed is to leave it out"
+          for k, b in _ONLY.items() if g(k) is not None and b != name]
+    return e
 
 # %% ../../../nbs/envs/alfworld/88a_env.ipynb #e8e7b559
 @patch

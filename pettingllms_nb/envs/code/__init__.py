@@ -12,7 +12,7 @@ from ...core.registry import lazy_exports
 
 _PARTS = {'state': ['CodeState'],
           'prompts': ['CODER_INTRO', 'TESTER_INTRO', 'coder_prompt', 'single_prompt', 'tester_prompt'],
-          'env': ['CodeEnv', 'GroundTruth', 'REWARD_TESTS', 'run_ground_truth'],
+          'env': ['CODE_DATASETS', 'CodeEnv', 'GroundTruth', 'REWARD_TESTS', 'run_ground_truth'],
           'render': ['code_html'],
           'oracle': ['HACKS', 'code_reply', 'hack_policy', 'oracle_policy', 'refine_policy', 'tests_reply',
                      'wrong_program'],

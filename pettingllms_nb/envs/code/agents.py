@@ -16,6 +16,7 @@ from ...sandbox import program as _program
 from .judge import judge_tests, check_tests, parse_tests, MAX_TESTS, _jsonable
 from .prompts import coder_prompt, tester_prompt, single_prompt
 from .env import CodeEnv, run_ground_truth, _rate, _programs
+from ...core.params import Param, declare_params
 
 # %% auto #0
 __all__ = ['CODER_REWARDS', 'TESTER_REWARDS', 'MAX_CODE_CHARS', 'CodeGenerator', 'TestGenerator', 'CodeSingleAgent',
@@ -39,22 +40,24 @@ TESTER_REWARDS = RewardSpec([
 CODER_REWARDS
 
 # %% ../../../nbs/envs/code/77_code_agents.ipynb #64588ec9
-async def _run_generated(env:CodeEnv, worker) -> int:
-    "Run the current program on the current generated tests; store results and pass rate; the number of IE runs."
+async def _run_generated(env:CodeEnv, worker) -> tuple:
+    "Run the current program on the current generated tests; store results and pass rate; (IE runs, the first's reason)."
     st = env.state
     if st.code is None or not st.tests:
         st.test_results, st.gen_pass_rate = [], None
-        return 0
+        return 0, None
     res = await judge_tests(st.code, st.tests, st.style, st.fn_name, _programs(worker), **env.limits)
     st.test_results = [r.to_dict() for r in res]
     st.gen_pass_rate = _rate(res)
     ie = sum(r.verdict == 'IE' for r in res)
     st.infra_errors += ie
-    return ie
+    return ie, _first_failure(res)
 
-def _infra(runs:int) -> str|None:
-    "The `infra_error` of a step whose sandbox failed on `runs` runs (None when it never failed)."
-    return f"the sandbox failed on {runs} run(s) of this step" if runs else None
+def _first_failure(results) -> str|None: return next((r.message for r in results if r.verdict == 'IE'), None)
+
+def _infra(runs:int, why:str|None=None) -> str|None:
+    "The `infra_error` of a step whose sandbox failed on `runs` runs, saying why (None when it never failed)."
+    return f"the sandbox failed on {runs} run(s) of this step" + (f": {why}" if why else '') if runs else None
 
 # %% ../../../nbs/envs/code/77_code_agents.ipynb #34672d05
 MAX_CODE_CHARS = _program.MAX_CODE_CHARS   # the longest program a model may write (the sandbox's cap)
@@ -62,6 +65,7 @@ MAX_CODE_CHARS = _program.MAX_CODE_CHARS   # the longest program a model may wri
 class CodeGenerator(Agent):
     "Writes the program (turn 0), then refines it from the test generator's tests and their results."
     reward_spec = CODER_REWARDS
+    uses_sandbox = True  # its programs run in the sandbox: the trainer checks it with canaries
 
 @patch
 def build_prompt(self:CodeGenerator, env, turn_idx:int) -> str: return coder_prompt(env.state, turn_idx)
@@ -75,11 +79,11 @@ async def step(self:CodeGenerator, env, worker=None):
     st = env.state
     if self.current_action is not None:
         st.code, st.code_turn = self.current_action, env.turn
-        gt, ie = await asyncio.gather(run_ground_truth(env, st.code, worker), _run_generated(env, worker))
+        gt, (ie, why) = await asyncio.gather(run_ground_truth(env, st.code, worker), _run_generated(env, worker))
         st.gt_verdicts, st.gt_pass_rate = gt.verdicts, gt.pass_rate
         st.public_pass_rate, st.hidden_pass_rate = gt.public, gt.hidden
         st.infra_errors += gt.infra_errors
-        self.infra_error = _infra(gt.infra_errors + ie)
+        self.infra_error = _infra(gt.infra_errors + ie, gt.infra_reason or why)
     st.code_history.append({'turn': env.turn, 'code': self.current_action, 'gen_pass_rate': st.gen_pass_rate,
                             'gt_pass_rate': st.gt_pass_rate if self.current_action is not None else None})
     self.success = bool(st.gt_verdicts) and st.gt_pass_rate == 1.0
@@ -90,6 +94,7 @@ register_agent("code_generator", env="code_env")(CodeGenerator)
 class TestGenerator(Agent):
     "Writes tests for the problem; they run against the current program and are checked against a reference."
     reward_spec = TESTER_REWARDS
+    uses_sandbox = True  # its tests run in the sandbox
     __test__ = False     # not a pytest test class, despite its name
 
 @patch(as_prop=True)
@@ -128,9 +133,9 @@ async def step(self:TestGenerator, env, worker=None):
     st.tests, st.invalid_tests = valid, invalid
     ref, worker = _reference(env), _programs(worker)
     if ref is not None and valid:
-        ie, agree = await asyncio.gather(_run_generated(env, worker),
-                                         check_tests(ref, valid, st.style, st.fn_name, worker, **env.limits))
-    else: ie, agree = await _run_generated(env, worker), []
+        (ie, why), agree = await asyncio.gather(_run_generated(env, worker),
+                                                check_tests(ref, valid, st.style, st.fn_name, worker, **env.limits))
+    else: (ie, why), agree = await _run_generated(env, worker), []
     real = [r for r in agree if r.verdict != 'IE']
     st.infra_errors += len(agree) - len(real)
     if ref is None: st.tests_agree_rate = None
@@ -142,7 +147,7 @@ async def step(self:TestGenerator, env, worker=None):
     st.tests_history.append({'turn': env.turn, 'n_valid': len(valid), 'n_invalid': len(st.invalid_tests),
                              'agree_rate': st.tests_agree_rate})
     self.success = st.tests_agree_rate == 1.0
-    self.infra_error = _infra(ie + len(agree) - len(real))
+    self.infra_error = _infra(ie + len(agree) - len(real), why or _first_failure(agree))
     if self.infra_error is None and st.code is not None and st.gt_pass_rate is None:
         self.infra_error = "the program's ground-truth pass rate is unknown: the sandbox failed on every test"
 
@@ -157,6 +162,10 @@ class CodeSingleAgent(CodeGenerator):
     async def step(self, env, worker=None):
         await super().step(env, worker)
         env.state.single = True
+
+# %% ../../../nbs/envs/code/77_code_agents.ipynb #e9341176
+declare_params(CodeGenerator)
+declare_params(TestGenerator, max_tests=Param(int, ge=1, le=64, doc=f'generated tests kept per turn (default {MAX_TESTS})'))
 
 # %% ../../../nbs/envs/code/77_code_agents.ipynb #9a8213a6
 def code_scores(trace) -> dict:

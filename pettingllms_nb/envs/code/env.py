@@ -16,9 +16,11 @@ from .state import CodeState
 from .judge import judge_tests, pass_rate
 
 _log = logging.getLogger(__name__)
+from pathlib import Path
+from ...core.params import Param, declare_params
 
 # %% auto #0
-__all__ = ['REWARD_TESTS', 'CodeEnv', 'GroundTruth', 'run_ground_truth']
+__all__ = ['REWARD_TESTS', 'CODE_DATASETS', 'CodeEnv', 'GroundTruth', 'run_ground_truth']
 
 # %% ../../../nbs/envs/code/75_code_env.ipynb #a06fcc59
 _PROBLEM_BY_TEXT: dict[str, dict] = {}   # statement -> problem, for scripted policies only (never shown to an agent)
@@ -60,6 +62,27 @@ class CodeEnv(Env):
         p = self.problems[self.seed % len(self.problems)]
         return CodeState(problem=p['problem'], source=p.get('source', ''), problem_id=p['id'], style=p['style'],
                          fn_name=p.get('fn_name') or '', starter_code=p.get('starter_code') or '')
+
+# %% ../../../nbs/envs/code/75_code_env.ipynb #ee02963a
+CODE_DATASETS = ('original', 'apps', 'codecontests', 'livecodebench', 'humaneval')   # `envs.code.data`'s sources
+
+declare_params(CodeEnv,
+               dataset=Param((str, list), doc=f"a source {list(CODE_DATASETS)}, or a list of problems in the code schema"),
+               path=Param((str, list), optional=True, doc="the source's file(s) (.jsonl/.parquet)"),
+               split=Param(str, optional=True, doc="the source's split (null: its usual one)"),
+               reward_tests=Param(str, choices=REWARD_TESTS, doc='which ground-truth tests score'),
+               max_gt_tests=Param(int, ge=1, doc='hidden tests run per program, at most'),
+               time_limit=Param(float, gt=0, le=600, doc='CPU seconds per test run'),
+               memory_limit=Param(int, ge=16, le=65536, doc='MiB per test run'))
+
+@patch(cls_method=True)
+def check_rules(cls:CodeEnv, params:dict, key=str) -> list[str]:
+    "A known source, and files that exist."
+    ds, path = params.get('dataset', 'original'), params.get('path')
+    if isinstance(ds, str) and ds not in CODE_DATASETS:
+        return [f"{key('dataset')}={ds!r}: allowed values are {list(CODE_DATASETS)} (or a list of problems)"]
+    missing = [p for p in ([] if path is None else [path] if isinstance(path, str) else path) if not Path(p).exists()]
+    return [f"{key('path')}={path!r}: no such file {missing[0]!r}"] if missing else []
 
 # %% ../../../nbs/envs/code/75_code_env.ipynb #7b71acc4
 @patch(as_prop=True)
@@ -106,6 +129,7 @@ class GroundTruth:
     public: float|None        # pass rate on the public tests (None: none)
     hidden: float|None        # pass rate on the hidden tests (None: none)
     infra_errors: int
+    infra_reason: str|None = None  # what the sandbox said, the first time it failed (None: it never did)
 
 async def run_ground_truth(env:CodeEnv, code:str, worker=None) -> GroundTruth:
     "Judge `code` on `env`'s current problem's public and hidden tests."
@@ -116,4 +140,5 @@ async def run_ground_truth(env:CodeEnv, code:str, worker=None) -> GroundTruth:
     scored = {'hidden': rh or rp, 'public': rp or rh, 'all': res}[env.reward_tests]
     ie = sum(r.verdict == 'IE' for r in res)
     if ie: _log.warning("code_env: %d infrastructure errors judging %s", ie, env.problem_uid)
-    return GroundTruth([r.verdict for r in scored], _rate(scored) if scored else 0.0, _rate(rp), _rate(rh), ie)
+    why = next((r.message for r in res if r.verdict == 'IE'), None)
+    return GroundTruth([r.verdict for r in scored], _rate(scored) if scored else 0.0, _rate(rp), _rate(rh), ie, why)

@@ -13,7 +13,7 @@ from ...core.registry import lazy_exports
 _PARTS = {'state': ['MathState'],
           'prompts': ['ANSWER_FORMAT', 'OK_VERDICTS', 'REASONING_INTRO', 'TOOL_INTRO', 'reasoning_prompt',
                       'single_prompt', 'tool_prompt'],
-          'env': ['MathEnv'],
+          'env': ['MATH_DATASETS', 'MathEnv'],
           'render': ['math_html'],
           'oracle': ['oracle_policy', 'random_policy', 'respond'],
           'agents': ['INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathSingleAgent', 'REASONING_REWARDS', 'ReasoningGenerator',

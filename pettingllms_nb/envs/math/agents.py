@@ -16,6 +16,7 @@ from ...sandbox import program as _program
 from ...sandbox.program import arun_program
 from .checker import MAX_ANSWER_CHARS, answer_text, explain_many
 from .prompts import tool_prompt, reasoning_prompt, single_prompt
+from ...core.params import Param, declare_params
 
 # %% auto #0
 __all__ = ['MAX_CODE_CHARS', 'INFRA_VERDICTS', 'default_worker', 'TOOL_REWARDS', 'REASONING_REWARDS', 'tool_answer_of',
@@ -73,6 +74,7 @@ REASONING_REWARDS
 class ToolGenerator(Agent):
     "Writes a Python program that prints the answer; the program runs only in the sandbox worker."
     reward_spec = TOOL_REWARDS
+    uses_sandbox = True  # its programs run in the sandbox: the trainer checks it with canaries
 
 @patch(as_prop=True)
 def time_limit(self:ToolGenerator) -> float: return float(self.config.get('time_limit', 5.0))
@@ -140,3 +142,7 @@ class MathSingleAgent(ReasoningGenerator):
     async def step(self, env, worker=None):
         await super().step(env, worker)
         env.state.single = env.state.reasoning_answer is not None
+
+# %% ../../../nbs/envs/math/77_math_agents.ipynb #4832b3eb
+declare_params(ToolGenerator, time_limit=Param(float, gt=0, le=600, doc='CPU seconds its program may run (default 5)'))
+declare_params(ReasoningGenerator)

@@ -12,9 +12,12 @@ from ...core.env import Env
 from ...core.registry import register_env
 from .state import MathState
 from .data import load_problems
+from pathlib import Path
+from ...core.params import Param, declare_params
+from .data import MATH_SOURCES
 
 # %% auto #0
-__all__ = ['MathEnv']
+__all__ = ['MATH_DATASETS', 'MathEnv']
 
 # %% ../../../nbs/envs/math/75_math_env.ipynb #e2af2e0e
 _GOLD_BY_TEXT: dict[str, str] = {}   # problem text -> gold, for scripted policies only (never shown to an agent)
@@ -62,3 +65,21 @@ def is_success(self:MathEnv) -> bool:
     st = self.state
     final = st.agree or st.single or st.reasoning_turn >= self.max_turns - 1
     return bool(st.reasoning_correct and final)
+
+# %% ../../../nbs/envs/math/75_math_env.ipynb #87e07d9e
+MATH_DATASETS = ('original', *sorted(MATH_SOURCES))
+
+declare_params(MathEnv,
+               dataset=Param((str, list), doc=f"a source {list(MATH_DATASETS)}, or a list of {{problem, answer, id}} rows"),
+               path=Param(str, optional=True, doc="the source's .jsonl/.parquet file (every source but 'original')"))
+
+@patch(cls_method=True)
+def check_rules(cls:MathEnv, params:dict, key=str) -> list[str]:
+    "A known source, and for a real one a file that exists."
+    ds, path = params.get('dataset', 'original'), params.get('path')
+    if isinstance(ds, str) and ds not in MATH_DATASETS:
+        return [f"{key('dataset')}={ds!r}: allowed values are {list(MATH_DATASETS)} (or a list of problems)"]
+    if path is not None and not Path(path).exists(): return [f"{key('path')}={path!r}: no such file"]
+    if isinstance(ds, str) and ds != 'original' and path is None:
+        return [f"{key('path')}=None: the {ds} source needs its file (a .jsonl or .parquet of its rows)"]
+    return []

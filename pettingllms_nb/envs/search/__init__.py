@@ -17,7 +17,7 @@ _PARTS = {
                   'make_server', 'serve_in_thread', 'run_server', 'open_index', 'index_passages', 'read_corpus',
                   'tokenize', 'cache_dir'],
     'state': ['SearchState'],
-    'env': ['SearchEnv', 'world_for', 'RETRIEVERS', 'CORPORA'],
+    'env': ['SearchEnv', 'world_for', 'RETRIEVERS', 'CORPORA', 'DATASETS'],
     'prompts': ['reasoning_prompt', 'search_prompt', 'single_prompt', 'REASONING_INTRO', 'SEARCH_INTRO',
                 'SINGLE_INTRO'],
     'agents': ['ReasoningAgent', 'WebSearchAgent', 'SearchSingleAgent', 'parse_tagged', 'REASONING_REWARDS',

@@ -64,6 +64,7 @@ SINGLE_REWARDS = RewardSpec([local('answer_em', _em), process('new_gold_docs', _
 class ReasoningAgent(Agent):
     "Decomposes the question: asks the search agent for what it needs (`<need>`), or answers (`<answer>`)."
     reward_spec = REASONING_REWARDS
+    param_schema = {}    # no parameters of its own (alpha, system_prompt: every agent's)
     def build_prompt(self, env, turn_idx:int) -> str:
         return reasoning_prompt(env.state, turn_idx, env.max_turns, env.prompt_style)
     def parse(self, response) -> dict:
@@ -85,6 +86,7 @@ class ReasoningAgent(Agent):
 class WebSearchAgent(Agent):
     "Turns the reasoning agent's request into a query (`<search>`); the environment runs it and logs the passages."
     reward_spec = SEARCH_REWARDS
+    param_schema = {}    # no parameters of its own; the retriever is the environment's
     def reset(self):
         super().reset()
         self.new_gold = 0

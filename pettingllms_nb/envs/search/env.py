@@ -11,6 +11,7 @@ from collections import OrderedDict
 from pathlib import Path
 from fastcore.basics import patch
 from ...core.env import Env
+from ...core.params import Param, declare_params
 from ...core.registry import register_env
 from .data import generate_world, make_question, load_questions, exact_match, f1_score
 from .data import SOURCES
@@ -21,7 +22,7 @@ from .state import SearchState
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['RETRIEVERS', 'CORPORA', 'SCRIPT_INFO', 'world_for', 'world_index', 'SearchEnv']
+__all__ = ['RETRIEVERS', 'CORPORA', 'SCRIPT_INFO', 'DATASETS', 'world_for', 'world_index', 'SearchEnv']
 
 # %% ../../../nbs/envs/search/83_search_env.ipynb #3e080b58
 RETRIEVERS = tuple(BACKENDS) + ('http',)
@@ -175,6 +176,42 @@ def is_success(self:SearchEnv) -> bool: return self.state.answer is not None and
 
 # %% ../../../nbs/envs/search/83_search_env.ipynb #1137418f
 register_env('search_env')(SearchEnv)
+
+# %% ../../../nbs/envs/search/83_search_env.ipynb #e4df4ee0
+DATASETS = ('generated',) + SOURCES
+declare_params(SearchEnv,
+               dataset=Param(str, choices=DATASETS, optional=True, doc="'generated', or a source of `load_questions`"),
+               path=Param(str, optional=True, doc='the data file of a real source'),
+               split=Param(str, optional=True, doc="its split (null: 'dev')"),
+               benchmark=Param(str, choices=DATASETS, optional=True, doc="the config's name for `dataset`"),
+               size=Param(int, ge=8, optional=True, doc='people in the generated encyclopedia (null: 80)'),
+               topk=Param(int, ge=1, le=20, doc='passages per search'),
+               retriever=Param(str, choices=RETRIEVERS, doc='the retrieval backend'),
+               retriever_url=Param(str, optional=True, doc="for 'http': http://host:port/retrieve"),
+               retriever_dialect=Param(str, choices=DIALECTS, doc="for 'http': Search-R1's batch, or single"),
+               retriever_timeout=Param(float, gt=0, le=600, doc="for 'http': seconds per request"),
+               index=Param(str, optional=True, doc='the shared index of a real source: a corpus .jsonl or a .sqlite'),
+               corpus=Param(str, choices=CORPORA, optional=True, doc="'own' or 'index' (null: from the data)"),
+               world_seed=Param(int, doc="the generated encyclopedia's seed"),
+               prompt_style=Param(str, choices=('full', 'compact'), doc='full text, or compact for tiny models'),
+               limit=Param(int, ge=1, optional=True, doc='at most this many questions of a real source'))
+
+@patch(cls_method=True)
+def check_rules(cls:SearchEnv, params:dict, key=str) -> list[str]:
+    "The rules across parameters that the constructor enforces, without loading any data."
+    g, e = params.get, []
+    ds, bm = g('dataset', 'generated'), g('benchmark')
+    if bm is not None and ds not in (None, 'generated', bm):
+        e.append(f"{key('dataset')}={ds!r}: disagrees with {key('benchmark')}={bm!r}; allowed is one of the two, or both the same")
+    name = bm or ds or 'generated'
+    if g('retriever') == 'http' and not g('retriever_url'):
+        e.append(f"{key('retriever_url')}={g('retriever_url')!r}: retriever='http' needs it, e.g. http://127.0.0.1:8000/retrieve")
+    if name == 'generated' and g('corpus') not in (None, 'index'):
+        e.append(f"{key('corpus')}={g('corpus')!r}: the generated encyclopedia is one shared index; allowed is 'index'")
+    for k in ('path', 'index'):
+        v = g(k)
+        if v is not None and not str(v).startswith('generated') and not Path(v).exists(): e.append(f"{key(k)}={v!r}: no such file")
+    return e
 
 # %% ../../../nbs/envs/search/83_search_env.ipynb #5ac63bf5
 @patch

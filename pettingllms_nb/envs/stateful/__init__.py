@@ -17,7 +17,7 @@ _PARTS = {
     'prompts': ['COMPACT_TAGS', 'PLAN_INTRO', 'PROMPT_STYLES', 'SINGLE_INTRO', 'STATE_LABEL', 'TOOL_INTRO',
                 'TOOL_MARKER', 'compact_action', 'compact_prompt', 'describe_task', 'plan_prompt', 'single_prompt',
                 'tool_prompt'],
-    'env': ['StatefulEnv'],
+    'env': ['GAME_PARAMS', 'StatefulEnv'],
     'agents': ['AGENT_CLASSES', 'GameAgent', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'OK_VERDICTS', 'PLAN_REWARDS',
                'PlanAgent', 'ROLES', 'StatefulSingleAgent', 'TOOL_REWARDS', 'ToolCallAgent', 'compact_program',
                'default_worker', 'verdict_ok'],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast, copy, logging, warnings
 from fastcore.basics import patch
 from ...core.agent import Agent
+from ...core.params import Param, declare_params
 from ...core.parsing import FormatError, extract_code, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_agent
@@ -103,6 +104,7 @@ def verdict_ok(verdict) -> bool:
 class ToolCallAgent(GameAgent):
     "Writes a program that prints an action; the action is tried on a copy of the game."
     reward_spec = TOOL_REWARDS
+    uses_sandbox = True    # its programs run in the sandbox: the trainer checks it with canaries
 
     @property
     def time_limit(self) -> float: return float(self.config.get('time_limit', 5.0))
@@ -166,3 +168,7 @@ class StatefulSingleAgent(PlanAgent):
 ROLES = ('tool_call_agent', 'plan_agent', 'stateful_single_agent')
 AGENT_CLASSES = {'tool_call_agent': ToolCallAgent, 'plan_agent': PlanAgent,
                  'stateful_single_agent': StatefulSingleAgent}
+
+# %% ../../../nbs/envs/stateful/27_agents.ipynb #4d1f183b
+declare_params(GameAgent)
+declare_params(ToolCallAgent, time_limit=Param(float, gt=0, le=600, doc='CPU seconds its program may run (default 5)'))

@@ -6,17 +6,20 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/env.html.md"
 
 # %% ../../../nbs/envs/stateful/26_env.ipynb #26f0fa14
 from __future__ import annotations
-import logging, random
+import logging, random, re
+from fastcore.basics import patch
 from ...core.env import Env
+from ...core.params import Param, declare_params, param_errors
 from ...core.registry import register_env
 from .state import GAMES, ALIASES, PARAM_ALIASES, IGNORED_PARAMS, Game, StatefulState
 from .prompts import PROMPT_STYLES
+from .games.sudoku import SIZES as SUDOKU_SIZES
 from .render import stateful_card   # importing it registers the state's card
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['StatefulEnv']
+__all__ = ['GAME_PARAMS', 'StatefulEnv']
 
 # %% ../../../nbs/envs/stateful/26_env.ipynb #2b0f988a
 def _game_params(name:str, params:dict) -> dict:
@@ -62,3 +65,54 @@ class StatefulEnv(Env):
     def is_terminal(self) -> bool: return bool(self.game.terminal(self.state.game))
     def problem_key(self) -> str:
         return f"{self.benchmark}/{','.join(f'{k}={v}' for k, v in sorted(self.params.items()))}/seed={self.seed}"
+
+# %% ../../../nbs/envs/stateful/26_env.ipynb #9773ca74
+GAME_PARAMS = {   # each game's generation parameters (null: the game's default)
+    'plan_path': dict(size=Param(int, ge=2, optional=True, doc='grid side'),
+                      wall_density=Param(float, ge=0, lt=1, optional=True, doc='share of cells that are walls'),
+                      min_distance=Param(int, ge=1, optional=True, doc='fewest moves from start to goal')),
+    'sudoku': dict(size=Param(int, choices=tuple(sorted(SUDOKU_SIZES)), optional=True, doc='grid side'),
+                   max_holes=Param(int, ge=1, optional=True, doc='at most this many empty cells (null: as many as stay unique)')),
+    'sokoban': dict(size=Param(int, ge=5, le=10, optional=True, doc='board side'),
+                    num_boxes=Param(int, ge=1, optional=True, doc='boxes (and goals)'),
+                    max_steps=Param(int, ge=1, optional=True, doc='moves before the episode is capped'),
+                    wall_density=Param(float, ge=0, le=0.5, optional=True, doc='share of inner cells that are walls'),
+                    min_moves=Param(int, ge=1, optional=True, doc='fewest moves of the solution')),
+}
+_ANY_GAME = {k: Param(doc=f"a generation parameter of {[g for g, ps in GAME_PARAMS.items() if k in ps]}")
+             for ps in GAME_PARAMS.values() for k in ps}
+declare_params(StatefulEnv,
+               benchmark=Param(str, choices=(*sorted(GAMES), *ALIASES), doc='the game'),
+               prompt_style=Param(str, choices=tuple(PROMPT_STYLES), doc='how the board is shown: full text, or compact'),
+               **{k: Param(str, optional=True, doc='ignored: generated games need no data set') for k in IGNORED_PARAMS},
+               **{old: Param(doc=f"the reference's name for {new}") for old, new in PARAM_ALIASES.items()},
+               **_ANY_GAME)
+
+# %% ../../../nbs/envs/stateful/26_env.ipynb #c86722a8
+_OWN = ('benchmark', 'prompt_style', 'max_turns', *IGNORED_PARAMS)
+
+def _in_game_spelling(name:str, params:dict, key) -> tuple:
+    "(the game's parameters in its own spelling, the keys they were given as, errors)."
+    game, out, given_as, errs = GAMES[name], {}, {}, []
+    for k, v in params.items():
+        if k in _OWN: continue
+        new = PARAM_ALIASES[k] if PARAM_ALIASES.get(k) in game.defaults else k
+        if new in out and v is not None and out[new] is not None and out[new] != v:
+            errs.append(f"{key(k)}={v!r}: also given as {key(given_as[new])}={out[new]!r}; allowed is one of the two")
+        if v is not None or new not in out: out[new], given_as[new] = v, k
+    return out, given_as, errs
+
+@patch(cls_method=True)
+def check_rules(cls:StatefulEnv, params:dict, key=str) -> list[str]:
+    "The benchmark's own generation parameters and their ranges, then the game's check of them together."
+    b = params.get('benchmark') or 'plan_path'
+    name = ALIASES.get(b, b)
+    game_params, given_as, errs = _in_game_spelling(name, params, key)
+    errs += param_errors(game_params, GAME_PARAMS[name], lambda k: key(given_as.get(k, k)), f" of the {name} game")
+    if errs: return errs
+    try: GAMES[name].check(**{**GAMES[name].defaults, **{k: v for k, v in game_params.items() if v is not None}})
+    except ValueError as e:
+        m = re.search(r"\b(\w+)=", str(e))
+        k = m[1] if m and m[1] in game_params else 'benchmark'
+        return [f"{key(given_as.get(k, k))}={params.get(given_as.get(k, k), b)!r}: {e}"]
+    return []

@@ -31,6 +31,7 @@ SCOUT_REWARDS = RewardSpec([local('hint_right', lambda e, a: float(e.state.hint 
 class Scout(Agent):
     "Sees the target and the count; hints how many are missing."
     reward_spec = SCOUT_REWARDS
+    param_schema = {}    # takes no parameters of its own (alpha and system_prompt: every agent)
     def build_prompt(self, env, turn_idx:int) -> str:
         return f"target {env.state.target}, count {env.state.count}: how many are missing? Answer #### [k]"
     def parse(self, response): return parse_number(response)
@@ -45,6 +46,7 @@ RUNNER_REWARDS = RewardSpec([local('gap', lambda e, a: -abs(e.state.target - e.s
 class Runner(Agent):
     "Sees the count and the scout's hint (not the target); adds a number."
     reward_spec = RUNNER_REWARDS
+    param_schema = {}    # takes no parameters of its own (alpha and system_prompt: every agent)
     def build_prompt(self, env, turn_idx:int) -> str:
         return f"count {env.state.count}, hint {env.state.hint}: how many do you add? Answer #### [k]"
     def parse(self, response): return parse_number(response)

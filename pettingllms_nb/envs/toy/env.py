@@ -18,6 +18,7 @@ __all__ = ['RelayEnv']
 class RelayEnv(Env):
     "The relay: the runner must reach `target` exactly; overshooting ends the episode."
     state_cls, default_max_turns, default_turn_order = RelayState, 3, ('scout', 'runner')
+    param_schema = {}    # no parameters beyond max_turns: a config's env.kwargs must be empty
     def make_state(self, rng) -> RelayState: return RelayState(target=rng.randint(1, 9))
     def is_success(self) -> bool: return self.state.count == self.state.target
     def is_terminal(self) -> bool: return self.state.count > self.state.target

@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 from fastcore.basics import patch
 from ...core.agent import Agent
+from ...core.params import Param, declare_params
 from ...core.registry import register_agent
 from ...core.rewards import RewardSpec, local, team, process
 from .observation import Action, parse_action, render_node
-from .env import WebEnv, describe
+from .env import PROMPT_STYLES, WebEnv, describe
 from .prompts import NAVIGATOR_INTRO, SINGLE_INTRO, navigator_prompt, parse_verdict, verifier_prompt
 
 _log = logging.getLogger(__name__)
@@ -133,6 +134,10 @@ WebNavigator.reward_spec, WebVerifier.reward_spec, WebSingleAgent.reward_spec = 
 register_agent('web_navigator', env='web_env')(WebNavigator)
 register_agent('web_verifier', env='web_env')(WebVerifier)
 register_agent('web_single_agent', env='web_env')(WebSingleAgent)
+
+# %% ../../../nbs/envs/web/96_web_agents.ipynb #82962fc2
+_STYLE = Param(str, choices=PROMPT_STYLES, optional=True, doc="this role's prompt style (null: the environment's)")
+for _cls in (WebNavigator, WebVerifier, WebSingleAgent): declare_params(_cls, prompt_style=_STYLE)
 
 # %% ../../../nbs/envs/web/96_web_agents.ipynb #05c524d6
 from . import render as _render, oracle as _oracle   # noqa: E402,F401  (they register themselves)

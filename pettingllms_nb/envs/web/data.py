@@ -14,7 +14,7 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['PRODUCT_TYPES', 'BRANDS', 'PRICE_RANGE', 'COLOR_WORDS', 'WEBSHOP_FILES', 'WEBSHOP_HELP', 'MINIWOB_TASKS',
-           'HELD_OUT_SEEDS', 'make_items', 'make_goal', 'normalize_color', 'title_words', 'type_reward',
+           'HELD_OUT_SEEDS', 'SPLITS', 'make_items', 'make_goal', 'normalize_color', 'title_words', 'type_reward',
            'attribute_matches', 'option_matches', 'webshop_reward', 'Catalogue', 'make_catalogue', 'get_catalogue',
            'load_webshop', 'write_webshop_sample', 'miniwob_split', 'miniwob_dir', 'miniwob_page']
 
@@ -354,12 +354,13 @@ MINIWOB_TASKS = {   # task: what it asks (every task here has a scripted oracle)
     'unicode-test': 'click the button with the given (unicode) label',
 }
 HELD_OUT_SEEDS = 1_000_000   # seeds from here on are held-out problems (the trainer validates on them: VAL_SEED_BASE)
+SPLITS = ('train', 'test')   # an environment's splits: the shop's goals, MiniWoB++'s page seeds
 
 def miniwob_split(split:str, seed:int) -> int:
     "The page seed of episode `seed` in `split`: test pages are seeded from `HELD_OUT_SEEDS` on, train pages below."
     if split == 'train': return seed
     if split == 'test': return HELD_OUT_SEEDS + seed
-    raise ValueError(f"split={split!r}; expected 'train' or 'test'")
+    raise ValueError(f"split={split!r}; expected one of {SPLITS}")
 
 # %% ../../../nbs/envs/web/90_web_data.ipynb #0735979e
 def miniwob_dir() -> Path:

@@ -6,14 +6,15 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_env.html.md""
 
 # %% ../../../nbs/envs/web/95_web_env.ipynb #8d8cf52a
 from __future__ import annotations
-import copy, logging, random, weakref
+import copy, logging, random, re, weakref
 from dataclasses import dataclass, field
 from fastcore.basics import patch
 from .state import WebState
 from ...core.env import Env
+from ...core.params import Param, declare_params
 from ...core.registry import register_env
-from .data import (HELD_OUT_SEEDS, MINIWOB_TASKS, attribute_matches, get_catalogue, load_webshop, miniwob_split,
-                                          type_reward)
+from .data import (HELD_OUT_SEEDS, MINIWOB_TASKS, SPLITS, WEBSHOP_FILES, _CATALOGUES,
+                                          attribute_matches, get_catalogue, load_webshop, miniwob_split, type_reward)
 from .shop import ShopApp, order_reward
 from .observation import Action, ActResult, TextBrowser, check_action, render_node
 
@@ -50,7 +51,7 @@ class WebEnv(Env):
         if backend not in BACKENDS: raise ValueError(f"web_env: backend={backend!r}; allowed: {BACKENDS}")
         if family == 'miniwob' and backend == 'text':
             raise ValueError("web_env: MiniWoB++ pages run scripts, so they need backend='browser' (text mode runs the shop only)")
-        if split not in ('train', 'test'): raise ValueError(f"web_env: split={split!r}; allowed: 'train', 'test'")
+        if split not in SPLITS: raise ValueError(f"web_env: split={split!r}; allowed: {SPLITS}")
         if prompt_style not in PROMPT_STYLES: raise ValueError(f"web_env: prompt_style={prompt_style!r}; allowed: {PROMPT_STYLES}")
         self.family, self.backend, self.split, self.screenshots = family, backend, split, screenshots
         self.prompt_style = prompt_style
@@ -67,6 +68,50 @@ def _check_tasks(tasks) -> list:
     if bad or not tasks:
         raise ValueError(f"web_env: tasks {bad or tasks} are not in the documented MiniWoB++ subset; allowed: {sorted(MINIWOB_TASKS)}")
     return tasks
+
+# %% ../../../nbs/envs/web/95_web_env.ipynb #d10e053f
+declare_params(WebEnv,
+               family=Param(str, choices=FAMILIES, doc="the original shop, or MiniWoB++'s pages"),
+               backend=Param(str, choices=BACKENDS, doc='text mode (the shop only), or Chromium'),
+               split=Param(str, choices=SPLITS, doc="the shop's goals, MiniWoB++'s page seeds"),
+               tasks=Param((str, list), optional=True, doc='MiniWoB++ tasks (null: the whole documented subset)'),
+               catalogue=Param(str, doc="the shop's catalogue: 'generated-<seed>', or 'webshop-small'/'webshop-all'"),
+               webshop_path=Param(str, optional=True, doc="WebShop's data folder, for a webshop catalogue"),
+               screenshots=Param(bool, doc='keep a screenshot of every page (browser)'),
+               prompt_style=Param(str, choices=PROMPT_STYLES, doc='full text, or compact for tiny models'))
+
+def _catalogue_problem(name:str, webshop_path) -> str|None:
+    if name.startswith('webshop'):
+        size = name.split('-', 1)[1] if '-' in name else 'small'
+        if size not in WEBSHOP_FILES: return f"allowed are {['webshop-' + s for s in WEBSHOP_FILES]}"
+        return None if webshop_path else "a WebShop catalogue needs webshop_path=<WebShop's data folder>"
+    if re.fullmatch(r'generated-\d+', name) or name in _CATALOGUES: return None
+    made = f" or one made in this process {sorted(_CATALOGUES)}" if _CATALOGUES else ''
+    return f"allowed are 'generated-<seed>', {['webshop-' + s for s in WEBSHOP_FILES]}{made}"
+
+# %% ../../../nbs/envs/web/95_web_env.ipynb #27fec03b
+_SHOP_ONLY, _MINIWOB_ONLY = ('catalogue', 'webshop_path'), ('tasks',)
+
+@patch(cls_method=True)
+def check_rules(cls:WebEnv, params:dict, key=str) -> list[str]:
+    "The rules across parameters that the constructor enforces, without starting a shop or a browser."
+    g, e = params.get, []
+    family = g('family', 'shop')
+    if family == 'miniwob' and g('backend', 'text') == 'text':
+        e.append(f"{key('backend')}={g('backend', 'text')!r}: MiniWoB++ pages run scripts; allowed with "
+                 "family='miniwob' is 'browser'")
+    other = _MINIWOB_ONLY if family == 'shop' else _SHOP_ONLY
+    e += [f"{key(k)}={g(k)!r}: not a parameter of family={family!r}; allowed is to leave it out"
+          for k in other if g(k) is not None]
+    tasks = g('tasks')
+    if family == 'miniwob' and tasks is not None:
+        names = [tasks] if isinstance(tasks, str) else tasks
+        bad = [t for t in names if not (isinstance(t, str) and t in MINIWOB_TASKS)]
+        what = f"{bad} are not in the documented MiniWoB++ subset" if bad else "no task given"
+        if bad or not names: e.append(f"{key('tasks')}={tasks!r}: {what}; allowed are tasks of {sorted(MINIWOB_TASKS)}")
+    if family == 'shop' and (why := _catalogue_problem(g('catalogue', 'generated-0'), g('webshop_path'))):
+        e.append(f"{key('catalogue')}={g('catalogue', 'generated-0')!r}: {why}")
+    return e
 
 # %% ../../../nbs/envs/web/95_web_env.ipynb #d0b8d65a
 @patch
