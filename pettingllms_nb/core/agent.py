@@ -40,9 +40,12 @@ class Agent:
     reward_spec: RewardSpec = RewardSpec([])
     system_prompt: str = ""
 
-    def __init__(self, role:str|None=None, alpha:float|None=None, system_prompt:str|None=None, **config):
+    def __init__(self, role:str|None=None, alpha:float|None=None, system_prompt:str|None=None,
+                 credit:str|None=None, credit_gamma:float|None=None, **config):
         if role is not None: self.role = role
         if alpha is not None: self.reward_spec = self.reward_spec.with_alpha(alpha)
+        if credit is not None or credit_gamma is not None:   # `RewardSpec.credit` / `.gamma` (e.g. from a config)
+            self.reward_spec = self.reward_spec.with_credit(credit, credit_gamma)
         if system_prompt is not None: self.system_prompt = system_prompt
         self.config = config
         self.reset()
