@@ -21,7 +21,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs', 'build_tiny_base', 'build_units',
-           'make_optimizer', 'trace_metrics', 'CachingWorker', 'Trainer', 'FitResult', 'new_figure', 'plot_metrics']
+           'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit', 'Trainer', 'FitResult',
+           'new_figure', 'plot_metrics']
 
 # %% ../../nbs/training/55_trainer.ipynb #97c12dbf
 @dataclass
@@ -180,6 +181,20 @@ class CachingWorker:
             self.cache[key] = res
         return res
 
+# %% ../../nbs/training/55_trainer.ipynb #45f29812
+def credited_roles(cfg) -> list:
+    "The roles of `cfg` whose reward spec credits team terms to earlier agents (`RewardSpec.credit`)."
+    from pettingllms_nb.core.config import agent_kwargs
+    from pettingllms_nb.core.registry import make_agent
+    return [r for r in agent_roles(cfg) if make_agent(r, **agent_kwargs(cfg, r)).reward_spec.credit]
+
+def check_credit(cfg):
+    "Raise if a role asks for credit while `training.rollout_mode` is tree sampling (which has no per-sample future)."
+    roles = credited_roles(cfg) if cfg.training.rollout_mode == 'tree' else []
+    if roles: raise ValueError(f"agents {roles} credit team terms to earlier agents (RewardSpec.credit), which needs each "
+                               "sample's own later steps; tree sampling continues only the kept branch: set "
+                               "training.rollout_mode=independent (or drop the credit)")
+
 # %% ../../nbs/training/55_trainer.ipynb #224d681e
 class Trainer:
     "AT-GRPO / GRPO training of the agents in `config`; `fit()` runs it, `evaluate()` measures it."
@@ -191,6 +206,7 @@ class Trainer:
         self.out = Path(out_dir or t.output_dir); self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir = self.out / t.model_checkpoints_dir
         self.roles, self.progress = agent_roles(self.cfg), progress
+        check_credit(self.cfg)
         torch.manual_seed(t.seed)
         self.worker = worker if worker is not None else make_worker('sandbox')
         if cache_programs: self.worker = CachingWorker(self.worker)
