@@ -10,7 +10,7 @@ import argparse, difflib, json, logging, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DATA_DIR_HELP', 'scripted_policy', 'add_data_parser', 'build_parser', 'main']
+__all__ = ['DATA_DIR_HELP', 'scripted_policy', 'ImportFailed', 'import_modules', 'add_data_parser', 'build_parser', 'main']
 
 # %% ../nbs/cli/40_cli.ipynb #b9da3392
 def _cmd_registry(args):
@@ -111,6 +111,32 @@ def _cmd_demo(args):
              workers=args.workers)
     return 0
 
+# %% ../nbs/cli/40_cli.ipynb #83fd185f
+class ImportFailed(Exception):
+    "A module named by `--import` could not be imported; the message says which, why and where."
+
+def _load_module(name:str):
+    import importlib, importlib.util
+    p = Path(name)
+    if p.suffix != '.py': return importlib.import_module(name)
+    if not p.is_file(): raise FileNotFoundError(f"no file {str(p)!r}")
+    spec = importlib.util.spec_from_file_location(p.stem, p)
+    mod = sys.modules[p.stem] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+def import_modules(names) -> list:
+    "Import the modules of `--import` (names importable from the current directory or the path, or `.py` files)."
+    import traceback
+    if names and str(Path.cwd()) not in sys.path: sys.path.insert(0, str(Path.cwd()))   # as `python -m` would
+    out = []
+    for name in names or []:
+        try: out.append(_load_module(name))
+        except Exception as e:
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            raise ImportFailed(f"--import {name}: {type(e).__name__}: {e} ({where.filename}, line {where.lineno})") from e
+    return out
+
 # %% ../nbs/cli/40_cli.ipynb #730ba520
 def _cmd_data_list(args):
     from pettingllms_nb.data.sources import list_sources
@@ -159,15 +185,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     p.add_argument("--debug", action="store_true", help="show the full traceback of a config, registry or infrastructure error")
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("registry", help="list environments, agents, workers and policies"); s.set_defaults(fn=_cmd_registry)
+    imp = argparse.ArgumentParser(add_help=False)   # every command that reads an environment or a config
+    imp.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                     help="import MODULE first (a module name or a .py file) so the environments it registers exist")
+    s = sub.add_parser("registry", parents=[imp], help="list environments, agents, workers and policies"); s.set_defaults(fn=_cmd_registry)
     s = sub.add_parser("presets", help="list the presets, one line each"); s.set_defaults(fn=_cmd_presets)
-    s = sub.add_parser("config", help="print a preset or YAML config fully merged, with overrides applied")
+    s = sub.add_parser("config", parents=[imp], help="print a preset or YAML config fully merged, with overrides applied")
     s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
     s.set_defaults(fn=_cmd_config)
-    s = sub.add_parser("check-env", help="run the environment conformance checker")
+    s = sub.add_parser("check-env", parents=[imp], help="run the environment conformance checker")
     s.add_argument("name", help="environment or preset name"); s.add_argument("kwargs", nargs="*", help="env kwargs key=value")
     s.add_argument("--seeds", type=int, default=4); s.set_defaults(fn=_cmd_check_env)
-    s = sub.add_parser("rollout", help="roll out a preset with a model-free policy and save the trace")
+    s = sub.add_parser("rollout", parents=[imp], help="roll out a preset with a model-free policy and save the trace")
     s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
     s.add_argument("--policy", default="oracle", help="a scripted policy of the environment (oracle, random, ...)")
     s.add_argument("--mode", default="independent", choices=MODES)
@@ -175,12 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-n", type=int, default=None, dest="old_n", help=argparse.SUPPRESS)   # old spelling of --sample-num
     s.add_argument("--seeds", type=int, default=10); s.add_argument("--out", default=None, help="JSONL path for the trace")
     s.set_defaults(fn=_cmd_rollout)
-    s = sub.add_parser("train", help="train the agents of a preset or YAML config (AT-GRPO by default)")
+    s = sub.add_parser("train", parents=[imp], help="train the agents of a preset or YAML config (AT-GRPO by default)")
     s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
     s.add_argument("--out", default=None, help="run directory (default: training.output_dir)")
     s.add_argument("--resume", action="store_true", help="continue from the run directory's latest checkpoint")
     s.set_defaults(fn=_cmd_train)
-    s = sub.add_parser("eval", help="evaluate a config (optionally a checkpoint) on held-out seeds")
+    s = sub.add_parser("eval", parents=[imp], help="evaluate a config (optionally a checkpoint) on held-out seeds")
     s.add_argument("config"); s.add_argument("overrides", nargs="*")
     s.add_argument("--checkpoint", default=None, help="a checkpoint directory written by train")
     s.add_argument("--out", default=None); s.add_argument("--seeds", type=int, default=0, help="number of seeds (default: the validation seeds)")
@@ -211,8 +240,10 @@ def main(argv=None) -> int:
     from pettingllms_nb.core.registry import RegistryError
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try: return args.fn(args)
-    except (ConfigError, RegistryError) as e:           # a mistake in what was asked for: the message, not a traceback
+    try:
+        import_modules(getattr(args, 'imports', None))
+        return args.fn(args)
+    except (ConfigError, RegistryError, ImportFailed) as e:   # a mistake in what was asked for: the message, not a traceback
         if args.debug: raise
         print(f"pettingllms-nb {args.cmd}: {e}" + _DEBUG_HINT, file=sys.stderr)
         return 2

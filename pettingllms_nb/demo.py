@@ -213,17 +213,22 @@ def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=80, quick:bool
     return summary
 
 def _plot_curves(curves:dict, path):
-    import matplotlib; matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 2, figsize=(11, 3.6))
+    "Validation success and train reward of the trained rows, written to `path` (pyplot and the backend untouched)."
+    from pettingllms_nb.training.trainer import new_figure
+    fig = new_figure(figsize=(11, 3.6))
+    axs = fig.subplots(1, 2)
     for name, hist in curves.items():
         v = [(h['step'], h['val/success_rate']) for h in hist if 'val/success_rate' in h]
         if v: axs[0].plot(*zip(*v), 'o-', label=name)
         r = [(h['step'], sum(h[k] for k in h if k.startswith('train/') and k.endswith('/reward'))) for h in hist if 'train/success_rate' in h]
         if r: axs[1].plot(*zip(*r), label=name)
     axs[0].set_title('validation success (greedy)'); axs[1].set_title('train reward (sum over agents)')
-    for ax in axs: ax.set_xlabel('step'); ax.legend(fontsize=7)
-    fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
+    for ax in axs:
+        ax.set_xlabel('step')
+        if ax.get_legend_handles_labels()[0]: ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return fig
 
 # %% ../nbs/cli/41_demo.ipynb #894080e0
 def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, steps:int=80, anchors:bool=True, train:bool=True,

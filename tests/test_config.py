@@ -374,7 +374,7 @@ EXTRA_CATALOGUE = [
     ('alfworld_env', 'tiny_alfworld', ['env.kwargs.histroy=2'], 'env.kwargs.histroy=2', "did you mean 'history'?"),
     ('alfworld_env', 'tiny_alfworld', ['env.kwargs.timeout=0'], 'env.kwargs.timeout=0', 'allowed values are numbers > 0'),
     ('alfworld_env', 'alfworld', [_AGENT.format(1) + 'prompt_style=compact'], _AGENT.format(1) + "prompt_style='compact'",
-     "not a parameter of agent 'alfworld_executor'; allowed parameters are ['alpha', 'system_prompt']"),
+     "not a parameter of agent 'alfworld_executor'; allowed parameters are ['alpha', 'credit', 'credit_gamma', 'system_prompt']"),
     ('web_env', 'tiny_web_shop', ['env.split=dev'], "env.split='dev'", "allowed values are ['train', 'test']"),
     ('web_env', 'tiny_web_shop', ['env.kwargs.backend=chromium'], "env.kwargs.backend='chromium'",
      "allowed values are ['text', 'browser']"),

@@ -204,7 +204,7 @@ def test_a_healthy_sandbox_passes_its_canaries_and_runs_them_only_for_program_ag
 def test_the_cli_reports_an_infrastructure_stop_without_a_traceback(tmp_path, monkeypatch, capsys):
     from pettingllms_nb import cli
     import pettingllms_nb.training.trainer as trainer
-    monkeypatch.setattr(trainer, 'make_worker', lambda name: Lenient())
+    monkeypatch.setattr(trainer, '_run_worker', lambda cfg: Lenient())     # the worker the trainer makes from its config
     rc = cli.main(['train', 'tiny_plan_path', *INFRA, 'training.total_training_steps=1', '--out', str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 3 and 'training stopped at step 1' in err and 'Traceback' not in err and '--debug' in err

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 from fastcore.basics import patch
 from .parsing import FormatError
-from .rewards import RewardSpec
+from .rewards import CREDITS, RewardSpec
 from .params import Param, declared_errors
 
 _log = logging.getLogger(__name__)
@@ -43,9 +43,12 @@ class Agent:
     param_schema: dict|None = None       # constructor parameter -> `Param` (`declare_params`); None: not declared
     uses_sandbox: bool = False           # its step runs programs (the trainer then runs the sandbox canaries)
 
-    def __init__(self, role:str|None=None, alpha:float|None=None, system_prompt:str|None=None, **config):
+    def __init__(self, role:str|None=None, alpha:float|None=None, system_prompt:str|None=None,
+                 credit:str|None=None, credit_gamma:float|None=None, **config):
         if role is not None: self.role = role
         if alpha is not None: self.reward_spec = self.reward_spec.with_alpha(alpha)
+        if credit is not None or credit_gamma is not None:   # `RewardSpec.credit` / `.gamma` (e.g. from a config)
+            self.reward_spec = self.reward_spec.with_credit(credit, credit_gamma)
         if system_prompt is not None: self.system_prompt = system_prompt
         self.config = config
         self.reset()
@@ -149,7 +152,10 @@ def take_turn(agent, env, response:str, worker=None) -> float:
 
 # %% ../../nbs/core/04_agent.ipynb #71a50715
 AGENT_PARAMS = {'alpha': Param(float, ge=0, optional=True, doc="team-reward weight (null: the role's own)"),
-                'system_prompt': Param(str, optional=True, doc="the role's system prompt (null: the agent's own)")}
+                'system_prompt': Param(str, optional=True, doc="the role's system prompt (null: the agent's own)"),
+                'credit': Param(str, choices=tuple(c for c in CREDITS if c), optional=True,
+                                doc="team terms credited over the later steps of the turn or episode (null: the spec's own)"),
+                'credit_gamma': Param(float, ge=0, le=1, optional=True, doc="the credit's discount (null: the spec's own)")}
 
 @patch(cls_method=True)
 def check_params(cls:Agent, params:dict, key:Callable=str) -> list[str]:

@@ -7,11 +7,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/rewards.html.md"""
 # %% ../../nbs/core/02_rewards.ipynb #73e77a8a
 from __future__ import annotations
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 # %% auto #0
-__all__ = ['KINDS', 'RewardTerm', 'local', 'team', 'process', 'RewardSpec']
+__all__ = ['KINDS', 'CREDITS', 'RewardTerm', 'local', 'team', 'process', 'RewardSpec', 'reward_to_go', 'credit_path']
 
 # %% ../../nbs/core/02_rewards.ipynb #2d5bf28c
 KINDS = ('local', 'global', 'process')
@@ -31,16 +31,23 @@ def team(name, fn, weight=1.0): "A global/team term (scaled by `alpha`)."; retur
 def process(name, fn, weight=1.0): "A process/shaping term (format, step cost...)."; return RewardTerm(name, fn, 'process', weight)
 
 # %% ../../nbs/core/02_rewards.ipynb #fc2fd72a
+CREDITS = (None, 'turn', 'episode')   # RewardSpec.credit: None (the reference), or how far team terms look ahead
+
 @dataclass
 class RewardSpec:
-    "The reward terms of one role and the `alpha` that mixes in the team terms."
+    "The reward terms of one role, the `alpha` that mixes in the team terms, and how team terms are credited."
     terms: list = field(default_factory=list)
     alpha: float = 1.0
+    credit: str|None = None   # None: a team term is its value right after the agent's own step (the reference);
+                              # 'turn' / 'episode': its reward-to-go over the later steps of the turn / the episode
+    gamma: float = 1.0        # the discount per later step of the reward-to-go
 
     def __post_init__(self):
         names = [t.name for t in self.terms]
         dup = {n for n in names if names.count(n) > 1}
         if dup: raise ValueError(f"RewardSpec: duplicate term name(s) {sorted(dup)}")
+        if self.credit not in CREDITS: raise ValueError(f"RewardSpec: credit={self.credit!r}; allowed: {CREDITS}")
+        if not 0 <= self.gamma <= 1: raise ValueError(f"RewardSpec: gamma={self.gamma!r}; allowed: a number in [0, 1]")
 
     def values(self, env, agent) -> dict:
         "Each term's raw value, by name; a non-finite value is an error naming the term."
@@ -61,8 +68,41 @@ class RewardSpec:
         vals = self.values(env, agent)
         return self.mix(vals), vals
 
-    def with_alpha(self, alpha:float) -> RewardSpec: return RewardSpec(list(self.terms), alpha)
+    def with_alpha(self, alpha:float) -> RewardSpec: return replace(self, terms=list(self.terms), alpha=alpha)
+    def with_credit(self, credit:str|None=None, gamma:float|None=None) -> RewardSpec:
+        "This spec with team terms credited by `credit` and discounted by `gamma` (None: keep this spec's own)."
+        return replace(self, terms=list(self.terms), credit=self.credit if credit is None else credit,
+                       gamma=self.gamma if gamma is None else gamma)
 
     def _repr_markdown_(self):
         rows = '\n'.join(f"| {t.name} | {t.kind} | {t.weight:g}{' × α' if t.kind == 'global' else ''} |" for t in self.terms)
-        return f"| term | kind | weight |\n|---|---|---|\n{rows}\n\nα = {self.alpha:g}"
+        credit = f"; team terms credited over the later steps of the {self.credit} (γ = {self.gamma:g})" if self.credit else ""
+        return f"| term | kind | weight |\n|---|---|---|\n{rows}\n\nα = {self.alpha:g}{credit}"
+
+# %% ../../nbs/core/02_rewards.ipynb #28caae7e
+def reward_to_go(values, gamma:float=1.0) -> list[float]:
+    "`G_k = v_k + gamma * G_{k+1}`: each position's value plus the discounted values after it."
+    out, g = [], 0.0
+    for v in reversed(list(values)):
+        g = float(v) + gamma * g
+        out.append(g)
+    return out[::-1]
+
+# %% ../../nbs/core/02_rewards.ipynb #d2b4ade5
+def _credited(path, k:int, name:str, scope:str, gamma:float) -> float:
+    "The reward-to-go of team term `name` from step `k` to the end of its turn (scope 'turn') or of the episode."
+    turn, vals = path[k][1], []
+    for _, t, terms in path[k:]:
+        if scope == 'turn' and t != turn: break
+        vals.append((terms or {}).get(name, 0.0))
+    return reward_to_go(vals, gamma)[0]
+
+def credit_path(path, specs:dict) -> list[dict]:
+    "Per step of an episode (`[(role, turn, terms or None)]` in play order): `{team term: credited value}` by `specs[role].credit`."
+    out = []
+    for k, (role, _, terms) in enumerate(path):
+        spec = specs.get(role)
+        if spec is None or spec.credit is None or terms is None: out.append({}); continue
+        out.append({t.name: _credited(path, k, t.name, spec.credit, spec.gamma)
+                    for t in spec.terms if t.kind == 'global' and t.name in terms})
+    return out

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from ..core.env import Env
 from ..core.agent import atake_turn
 from ..core.registry import registry, make_env, make_agent
+from ..core.rewards import credit_path
 from .policies import Policy, ScriptedPolicy, Request, Completion, run_sync
 from .trace import Trace, Step, Episode
 
@@ -19,7 +20,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SCHEDULES', 'MODES', 'SELECTS', 'RolloutSpec', 'resolve_spec', 'resolve_policies', 'Slot', 'make_slots', 'start_turn',
-           'Branch', 'agent_turn', 'keep_branch', 'close_episodes', 'renamed_kwarg', 'arollout', 'rollout']
+           'Branch', 'agent_turn', 'keep_branch', 'close_episodes', 'credit_episodes', 'renamed_kwarg', 'arollout',
+           'rollout']
 
 # %% ../../nbs/engine/12_rollout.ipynb #87847581
 SCHEDULES = ('sequential', 'simultaneous')   # RolloutSpec.schedule, multi_agent_interaction.schedule
@@ -204,6 +206,24 @@ def close_episodes(slots:list[Slot], trace:Trace|None=None) -> list[Episode]:
     if trace is not None: trace.episodes.extend(out)
     return out
 
+# %% ../../nbs/engine/12_rollout.ipynb #da8ca12c
+def credit_episodes(slots:list[Slot], tree:bool=False) -> int:
+    "Phase 4a: each slot's kept steps get their team terms credited, by their roles' `RewardSpec.credit`; returns how many."
+    wanted = [s for s in slots if any(a.reward_spec.credit for a in s.agents.values())]
+    if wanted and tree:
+        _log.warning("RewardSpec.credit is not applied in tree mode (only the kept branch has later steps to be "
+                     "credited with); use mode='independent'")
+    if not wanted or tree: return 0
+    n = 0
+    for s in wanted:
+        specs = {r: a.reward_spec for r, a in s.agents.items()}
+        path = [(st.agent, st.turn_idx, None if st.reward is None else st.reward_terms) for st in s.kept]
+        for st, credited in zip(s.kept, credit_path(path, specs)):
+            if not credited: continue
+            st.credited_terms, st.reward = credited, specs[st.agent].mix({**st.reward_terms, **credited})
+            n += 1
+    return n
+
 # %% ../../nbs/engine/12_rollout.ipynb #3e4f5a6b
 def renamed_kwarg(where:str, new:str, value, old:str, old_value, default=None, stacklevel:int=3):
     "`value` of keyword `new`, or the deprecated `old` one (with a `DeprecationWarning`) when only that was given."
@@ -254,6 +274,7 @@ async def arollout(config_or_env, policies, mode:str="independent", sample_num:i
         turn += 1
         if bar is not None: bar.update(1)
     if bar is not None: bar.close()
+    credit_episodes(slots, tree)
     close_episodes(slots, trace)
     return trace
 

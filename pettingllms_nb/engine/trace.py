@@ -45,6 +45,7 @@ class Step:
     logprobs: list|None = None
     advantage: float|None = None
     meta: dict = field(default_factory=dict)
+    credited_terms: dict = field(default_factory=dict)  # team terms as reward-to-go (`RewardSpec.credit`), in `reward`
 
 @dataclass
 class Episode:

@@ -16,7 +16,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['ESTIMATORS', 'mix_rewards', 'terms_reward', 'GroupStats', 'group_stats', 'AdvantageStats', 'groups_table',
-           'Advantages', 'group_advantages', 'grpo_key', 'at_grpo_key', 'is_tree', 'grpo', 'at_grpo']
+           'Advantages', 'zero_variance_advice', 'group_advantages', 'grpo_key', 'at_grpo_key', 'is_tree', 'grpo',
+           'at_grpo']
 
 # %% ../../nbs/training/52_advantages.ipynb #80c3bb3b
 def _kinds_weights(kinds, weights) -> tuple[dict, dict]:
@@ -39,10 +40,12 @@ def mix_rewards(terms:dict,           # term name -> value, e.g. `step.reward_te
         total += weights.get(name, 1.0) * (alpha if kind == 'global' else 1.0) * float(v)
     return total
 
-def terms_reward(kinds, alpha:float=1.0, weights:dict|None=None) -> Callable:
-    "A `reward_fn(step)` that re-mixes `step.reward_terms` with this `alpha` and these weights."
+def terms_reward(kinds, alpha:float=1.0, weights:dict|None=None, credited:bool=True) -> Callable:
+    "A `reward_fn(step)` that re-mixes a step's terms (credited ones in place of immediate ones) with this `alpha`."
     kinds, weights = _kinds_weights(kinds, weights)
-    def reward_fn(step): return mix_rewards(step.reward_terms, kinds, alpha, weights)
+    def reward_fn(step):
+        terms = {**step.reward_terms, **(getattr(step, 'credited_terms', None) or {})} if credited else step.reward_terms
+        return mix_rewards(terms, kinds, alpha, weights)
     return reward_fn
 
 # %% ../../nbs/training/52_advantages.ipynb #c378953f
@@ -146,6 +149,17 @@ class Advantages(list):
                 f"{s.dropped_steps} steps dropped"
                 + (f", {s.infra_steps} left out (infrastructure errors)" if s.infra_steps else '') + "\n\n" + groups_table(self.groups))
 
+# %% ../../nbs/training/52_advantages.ipynb #40ad3fdc
+def zero_variance_advice(stats:AdvantageStats) -> str:
+    "What to change when no group of a batch has any reward variance (`stats` of that batch)."
+    if stats.groups and stats.singleton_groups == stats.groups:
+        return ("every group has a single member, so there is nothing to compare: sample more than once per problem "
+                "(training.train_sample_num > 1, or sample_num= in rollout)")
+    return ("to get a signal: more samples per group (training.train_sample_num), more diverse samples (a higher "
+            "agent_configs.<agent>.train_temperature), a warm start so that some samples succeed (training.warmstart_steps, "
+            "from the env's registered oracle), or shaped reward terms that differ between samples (local or process "
+            "terms in the roles' RewardSpec, or RewardSpec.credit for team terms that later agents achieve)")
+
 # %% ../../nbs/training/52_advantages.ipynb #bc3050e1
 def group_advantages(steps:Iterable, key:Callable, normalize_std:bool=True, drop_zero_variance:bool=False,
                      eps:float=1e-6, reward_fn:Callable|None=None, ddof:int=0) -> Advantages:
@@ -160,7 +174,8 @@ def group_advantages(steps:Iterable, key:Callable, normalize_std:bool=True, drop
     _log.info("advantages: %d steps in %d groups (mean size %.2f), %d zero-variance, %d steps dropped, %d infra errors left out",
              s.steps, s.groups, s.mean_group_size, s.zero_variance_groups, s.dropped_steps, s.infra_steps)
     if groups and s.zero_variance_groups == s.groups:
-        _log.warning("every one of the %d advantage groups has zero reward variance: this batch carries no learning signal", s.groups)
+        _log.warning("every one of the %d advantage groups has zero reward variance: this batch carries no learning "
+                     "signal; %s", s.groups, zero_variance_advice(s))
     return adv
 
 # %% ../../nbs/training/52_advantages.ipynb #42a87397

@@ -20,8 +20,9 @@ from fastcore.basics import patch
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['SHOWN_METRICS', 'Unit', 'warm_start_pairs', 'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics',
-           'CachingWorker', 'Trainer', 'InfraError', 'infra_summary', 'FitResult', 'plot_metrics']
+__all__ = ['SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs', 'build_tiny_base', 'build_units',
+           'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit', 'Trainer',
+           'InfraError', 'infra_summary', 'FitResult', 'new_figure', 'plot_metrics']
 
 # %% ../../nbs/training/55_trainer.ipynb #97c12dbf
 @dataclass
@@ -39,35 +40,66 @@ class Unit:
         return list(self.policy.parameters(self.adapter))
 
 # %% ../../nbs/training/55_trainer.ipynb #45ad9d25
-def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, seed:int=0) -> list:
-    "(prompt, target) pairs from oracle demonstrations of each system (a list of roles in turn order) of `cfg`'s env."
-    from pettingllms_nb.envs.stateful import sft_pairs
-    seeds = train_seeds(random.Random(f"warmstart|{seed}"), n_seeds)
-    # each system plays its own episodes: a single agent that solves the game first would leave its teammates
-    # nothing to demonstrate if they shared one
-    return [p for roles in (systems or [agent_roles(cfg)]) for p in sft_pairs(env_kwargs(cfg), list(roles), seeds, p_oracle=p_oracle)]
+def _scripted(env:str, name:str, why:str):
+    from pettingllms_nb.core.registry import registry, RegistryError
+    try: return registry.scripted(env, name)
+    except RegistryError:
+        own = sorted(n.split('.', 1)[1] for n in registry.names('scripted') if n.startswith(env + '.'))
+        raise RegistryError(f"the warm start {why} the scripted policy {name!r} of env {env!r}, which is not registered "
+                            f"(its scripted policies: {own}); register one with @register_scripted({env!r}, {name!r}) "
+                            "(tutorials/10_train_your_own_env.ipynb shows how) or set training.warmstart_steps=0") from None
 
-def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=None) -> Path:
-    "Build a tiny model, warm-start it on oracle demonstrations of `systems` (`training.warmstart_*`), save it to `path`."
+def demonstration_policy(env:str, p_oracle:float=1.0, seed:int=0, oracle:str='oracle', fallback:str='random'):
+    "`env`'s registered scripted policy `oracle`, replaced by its `fallback` with probability `1 - p_oracle`."
+    from pettingllms_nb.engine.policies import ScriptedPolicy
+    if not 0 <= p_oracle <= 1: raise ValueError(f"p_oracle={p_oracle!r}; expected a probability in [0, 1]")
+    good = ScriptedPolicy(_scripted(env, oracle, 'plays'), seed=seed)
+    if p_oracle >= 1: return good
+    bad = ScriptedPolicy(_scripted(env, fallback, f'mixes in (warmstart_p_oracle={p_oracle})'), seed=seed)
+    def mixed(request, rng):
+        return (good if rng.random() < p_oracle else bad).generate([request])[0][0]
+    mixed.__name__ = f"{oracle}_{p_oracle:g}_{fallback}"
+    return ScriptedPolicy(mixed, seed=seed)
+
+# %% ../../nbs/training/55_trainer.ipynb #cd3afb9a
+def _in_play_order(tr:Trace) -> list:
+    "The kept steps of `tr`, episode by episode (in the order the episodes were started), each in play order."
+    first = {}
+    for i, e in enumerate(tr.episodes): first.setdefault((e.problem_uid, e.rollout_idx), i)
+    return sorted((s for s in tr.steps if s.selected), key=lambda s: first[(s.problem_uid, s.rollout_idx)])
+
+def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, seed:int=0, worker=None,
+                     policy=None) -> list:
+    "(prompt, completion) pairs of the steps `policy` (default: `demonstration_policy`) played in `cfg`'s env, per system."
+    seeds = train_seeds(random.Random(f"warmstart|{seed}"), n_seeds)
+    policy = demonstration_policy(cfg.env.name, p_oracle, seed) if policy is None else policy
+    pairs = []
+    for roles in systems or [agent_roles(cfg)]:
+        tr = run_sync(arollout(cfg, policy, seeds=seeds, turn_order=list(roles), worker=worker, seed=seed))
+        pairs += [(s.prompt, s.completion) for s in _in_play_order(tr)]
+    return pairs
+
+def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=None, worker=None) -> Path:
+    "Build a tiny model, warm-start it on demonstrations of `systems` (`training.warmstart_*`), save it to `path`."
     from pettingllms_nb.models.tiny import tiny_model, sft, save_tiny
     t = cfg.training
     seed = t.seed if seed is None else seed
     model, tok = tiny_model(seed=seed)
     steps = t.warmstart_steps if steps is None else steps
     if steps:
-        pairs = warm_start_pairs(cfg, systems, p_oracle=t.warmstart_p_oracle, seed=seed)
+        pairs = warm_start_pairs(cfg, systems, p_oracle=t.warmstart_p_oracle, seed=seed, worker=worker)
         losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed)
         _log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
     return save_tiny(model, tok, path)
 
-def _model_path(cfg, path:str, out:Path) -> str:
+def _model_path(cfg, path:str, out:Path, worker=None) -> str:
     if path != 'tiny': return path
     base = out / 'base'
-    if not (base / 'config.json').exists(): build_tiny_base(cfg, base)
+    if not (base / 'config.json').exists(): build_tiny_base(cfg, base, worker=worker)
     return str(base)
 
 # %% ../../nbs/training/55_trainer.ipynb #433450cf
-def build_units(cfg, out:Path) -> tuple[list, dict]:
+def build_units(cfg, out:Path, worker=None) -> tuple[list, dict]:
     "Create the policies and trained units for `cfg`; returns `(units, {role: policy})`."
     from pettingllms_nb.models.hf import HFPolicy, lora_config
     t, spec, roles = cfg.training, cfg.specialization, agent_roles(cfg)
@@ -77,7 +109,7 @@ def build_units(cfg, out:Path) -> tuple[list, dict]:
     models = {}
     def policy_for(model_name):
         if model_name not in models:
-            path = _model_path(cfg, ap[next(r for r in roles if ap[r]['model'] == model_name)]['path'], out)
+            path = _model_path(cfg, ap[next(r for r in roles if ap[r]['model'] == model_name)]['path'], out, worker)
             models[model_name] = HFPolicy(path, **pol_kw)
         return models[model_name]
     units, by_role = [], {}
@@ -153,6 +185,20 @@ class CachingWorker:
             self.cache[key] = res
         return res
 
+# %% ../../nbs/training/55_trainer.ipynb #45f29812
+def credited_roles(cfg) -> list:
+    "The roles of `cfg` whose reward spec credits team terms to earlier agents (`RewardSpec.credit`)."
+    from pettingllms_nb.core.config import agent_kwargs
+    from pettingllms_nb.core.registry import make_agent
+    return [r for r in agent_roles(cfg) if make_agent(r, **agent_kwargs(cfg, r)).reward_spec.credit]
+
+def check_credit(cfg):
+    "Raise if a role asks for credit while `training.rollout_mode` is tree sampling (which has no per-sample future)."
+    roles = credited_roles(cfg) if cfg.training.rollout_mode == 'tree' else []
+    if roles: raise ValueError(f"agents {roles} credit team terms to earlier agents (RewardSpec.credit), which needs each "
+                               "sample's own later steps; tree sampling continues only the kept branch: set "
+                               "training.rollout_mode=independent (or drop the credit)")
+
 # %% ../../nbs/training/55_trainer.ipynb #224d681e
 def _run_worker(cfg):
     from pettingllms_nb.scale.cluster import make_run_worker
@@ -168,11 +214,12 @@ class Trainer:
         self.out = Path(out_dir or t.output_dir); self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir = self.out / t.model_checkpoints_dir
         self.roles, self.progress = agent_roles(self.cfg), progress
+        check_credit(self.cfg)
         torch.manual_seed(t.seed)
-        self.units, self.policies = build_units(self.cfg, self.out)
-        for u in self.units: make_optimizer(u, self.cfg)
         self.worker = worker if worker is not None else _run_worker(self.cfg)   # resource.worker: sandbox or ray
         if cache_programs: self.worker = CachingWorker(self.worker)
+        self.units, self.policies = build_units(self.cfg, self.out, worker=self.worker)   # the warm start runs programs in it
+        for u in self.units: make_optimizer(u, self.cfg)
         self.rng, self.step, self.history = random.Random(t.seed), 0, []
         self.dist = None   # a `training.distributed.Distributed` rank once `distribute` is called
         self.val_seeds = validation_seeds(self.cfg)
@@ -490,13 +537,30 @@ def fit(self:Trainer, steps:int|None=None, callback=None) -> FitResult:
     latest = self.ckpt_dir / 'latest'
     return FitResult(self.history, self.out, self.ckpt_dir / latest.read_text().strip() if latest.exists() else None)
 
+# %% ../../nbs/training/55_trainer.ipynb #8e8c81f7
+def _inline_figures():
+    "Under IPython's inline backend, register the image formatter that importing pyplot would register."
+    import sys
+    shell = getattr(sys.modules.get('IPython'), 'get_ipython', lambda: None)()
+    if shell is None: return
+    import matplotlib
+    backend = str(matplotlib.rcParams._get('backend'))   # as configured (reading rcParams['backend'] resolves it)
+    if 'inline' not in backend: return
+    try: import matplotlib_inline.backend_inline  # noqa: F401  (its import does the registration, once)
+    except ImportError: _log.debug("matplotlib-inline is not installed: figures show as text")
+
+def new_figure(figsize=(6.4, 4.8), **kwargs):
+    "A `Figure` of matplotlib's object-oriented API: no pyplot, no backend switch; Jupyter shows it, `savefig` writes it."
+    from matplotlib.figure import Figure
+    _inline_figures()
+    return Figure(figsize=figsize, **kwargs)
+
 # %% ../../nbs/training/55_trainer.ipynb #7a95cf27
 def plot_metrics(history, path=None, title:str=''):
-    "Plot success, per-agent reward and loss from a metrics history (list of dicts or a metrics.jsonl path)."
-    import matplotlib; matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
+    "Success, per-agent reward and loss of a metrics history (dicts or a metrics.jsonl path) as a `Figure`; `path`: also a PNG."
     if isinstance(history, (str, Path)): history = [json.loads(l) for l in Path(history).read_text().splitlines() if l.strip()]
-    fig, axs = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig = new_figure(figsize=(13, 3.6))
+    axs = fig.subplots(1, 3)
     def series(key): return [(h['step'], h[key]) for h in history if key in h and h[key] is not None]
     for key, style in (('train/success_rate', '-'), ('val/success_rate', 'o-')):
         xs = series(key)
@@ -513,7 +577,7 @@ def plot_metrics(history, path=None, title:str=''):
         if ax.get_legend_handles_labels()[0]: ax.legend(fontsize=7)
     if title: fig.suptitle(title)
     fig.tight_layout()
-    if path is not None: fig.savefig(path, dpi=110); plt.close(fig)
+    if path is not None: fig.savefig(path, dpi=110)
     return fig
 
 # %% ../../nbs/training/55_trainer.ipynb #3c30a21e
