@@ -345,3 +345,28 @@ def test_a_broken_view_never_stops_a_rollout(caplog):
     live.on_step.append(lambda s: 1 / 0)
     tr = rollout('stateful_plan_path', oracle_policy, seeds=[1], trace=live)
     assert tr is live and len(live) and live.episodes and 'on_step callback' in caplog.text
+
+
+# -- static fallback: exported pages and GitHub show what the widget shows ----------------------------------------
+
+def test_every_widget_carries_a_static_html_copy(sudoku, tree):
+    "Beside the live view, each widget's mimebundle has `text/html` with the cards, the board or the table it shows."
+    from types import SimpleNamespace
+    fake = SimpleNamespace(cfg=SimpleNamespace(training=SimpleNamespace(total_training_steps=2)))
+    dash = TrainingDashboard()
+    for i in (1, 2): dash(fake, {'step': i, 'train/success_rate': i / 2})
+    human = HumanTextPolicy(timeout=0.01)
+    with pytest.raises(TimeoutError): human.ask(Request('plan_agent', 'move the walker', turn_idx=0))
+    st = StepThrough(sudoku).goto(1, 'step')
+    widgets = {'StepThrough': (st, ["data-board='sudoku'", "data-step='1'", f'step 2 of {len(sudoku)}, phase step']),
+               'TreeView': (TreeView(tree), ['✔ kept', 'advantage']),
+               'GroupInspector': (GroupInspector(tree), ['groups</b>', 'advantages']),
+               'HumanTextPolicy': (human, ['move the walker']),
+               'TrainingDashboard': (dash, ['train/success_rate: 1.000', 'step 2/2'])}
+    for name, (w, marks) in widgets.items():
+        b = w._repr_mimebundle_()
+        assert 'application/vnd.jupyter.widget-view+json' in b, name
+        assert all(m in b['text/html'] for m in marks), (name, [m for m in marks if m not in b['text/html']])
+    test_html = StepThrough(sudoku)._repr_mimebundle_()['text/html']
+    assert test_html != widgets['StepThrough'][0]._repr_mimebundle_()['text/html']   # it follows the position
+    assert StepThrough(Trace())._repr_mimebundle_()['text/html'].count('no steps') == 1
