@@ -60,3 +60,37 @@ def test_gpu_cells_guard_themselves(tmp_path):
     said = ''.join(''.join(o.get('text', '')) for o in cells[0]['outputs'])
     assert 'Skipped: this cell loads Qwen3-1.7B on CUDA' in said and 'base_models.policy_0.path=' in said, said
     assert 'after the gpu cell' in ''.join(''.join(o.get('text', '')) for o in cells[1]['outputs'])
+
+
+# -- committed outputs (scripts/check_outputs.py) -------------------------------------------------------------------
+sys.path.insert(0, str(ROOT / 'scripts'))
+import check_outputs   # noqa: E402
+
+
+def _nb(tmp_path, *cells):
+    nb = {'cells': [{'cell_type': 'code', 'metadata': {}, 'execution_count': None, 'source': s, 'outputs': o}
+                    for s, o in cells], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
+    p = tmp_path / f'nb{len(list(tmp_path.iterdir()))}.ipynb'
+    p.write_text(json.dumps(nb))
+    return p
+
+
+def test_check_outputs_finds_what_is_missing(tmp_path):
+    shown = [{'output_type': 'execute_result', 'data': {'text/plain': '3'}, 'metadata': {}, 'execution_count': None}]
+    good = _nb(tmp_path, ('x = 3\nx', shown), ('print("hi")', []), ('test_eq(x, 3)', []), ('#| gpu\nx', []), ('x;', []))
+    half = _nb(tmp_path, ('x = 3\nx', shown), ('y = 4\ny', []), ('t[0], t[-1]', []))
+    bare = _nb(tmp_path, ('x = 3\nx', []))
+    assert check_outputs.missing_outputs(good) == []
+    assert [m.split(' ends')[0] for m in check_outputs.missing_outputs(half)] == ['cell 1', 'cell 2']
+    assert check_outputs.missing_outputs(bare) == ['no cell has an output']
+    assert check_outputs.main([str(good)]) == 0 and check_outputs.main([str(tmp_path)]) == 1
+
+
+def test_tutorials_are_committed_with_their_outputs():
+    "Once the tutorials carry outputs, every one must (a tutorial committed without them fails here)."
+    have = [p for p in TUTORIALS if check_outputs.missing_outputs(p) != ['no cell has an output']]
+    if not have:
+        pytest.skip('no tutorial carries outputs yet: they are executed and committed with '
+                    '`python scripts/execute_notebooks.py --save tutorials` (then scripts/check_outputs.py)')
+    missing = {p.name: m for p in TUTORIALS if (m := check_outputs.missing_outputs(p))}
+    assert not missing, missing
