@@ -1,4 +1,4 @@
-"""`pettingllms-nb registry | presets | config | check-env | rollout | train | eval | retrieval-server | demo`: the notebook's functions, from a shell.
+"""`pettingllms-nb registry | presets | config | check-env | rollout | train | eval | retrieval-server | demo | data list | data prepare`: the notebook's functions, from a shell.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/cli.html.md"""
 
@@ -10,7 +10,7 @@ import argparse, difflib, json, logging, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['scripted_policy', 'build_parser', 'main']
+__all__ = ['DATA_DIR_HELP', 'scripted_policy', 'add_data_parser', 'build_parser', 'main']
 
 # %% ../nbs/cli/40_cli.ipynb #b9da3392
 def _cmd_registry(args):
@@ -111,6 +111,46 @@ def _cmd_demo(args):
              workers=args.workers)
     return 0
 
+# %% ../nbs/cli/40_cli.ipynb #730ba520
+def _cmd_data_list(args):
+    from pettingllms_nb.data.sources import list_sources
+    table = list_sources(args.env, args.data_dir)
+    if args.missing: table[:] = [s for s in table if not s.present]
+    print(table)
+    return 0
+
+def _cmd_data_prepare(args):
+    from pettingllms_nb.data.preparation import prepare, DataError
+    from pettingllms_nb.data.sources import DataMissing
+    try: reports = prepare(*args.sources, split=args.split, from_path=args.from_path, root=args.data_dir,
+                           force=args.force)
+    except (DataError, DataMissing, ValueError) as e:
+        print(f"pettingllms-nb data prepare: {e}", file=sys.stderr)
+        return 2
+    for r in reports:
+        print(repr(r))
+        for where, why in r.examples: print(f"    refused {where}: {why}")
+    return 0
+
+DATA_DIR_HELP = "the data directory (default: $PLLM_DATA, else ~/.cache/pettingllms-nb/data)"
+
+def add_data_parser(sub):
+    "The `data list` and `data prepare` subcommands."
+    d = sub.add_parser("data", help="data sources: list them (present or not), prepare them into the data directory")
+    dsub = d.add_subparsers(dest="data_cmd", required=True)
+    s = dsub.add_parser("list", help="every data source of every environment: present?, where, size, how to get it")
+    s.add_argument("--env", default=None, help="only this environment's sources")
+    s.add_argument("--missing", action="store_true", help="only what is not present")
+    s.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+    s.set_defaults(fn=_cmd_data_list)
+    s = dsub.add_parser("prepare", help="fetch a source from the hub or convert your files (--from) into the data dir")
+    s.add_argument("sources", nargs="+", help="source names (`pettingllms-nb data list` shows them)")
+    s.add_argument("--split", default=None, help="one split (default: every split; with --from, the one it holds)")
+    s.add_argument("--from", dest="from_path", default=None, help="a file or folder of the source's own files")
+    s.add_argument("--force", action="store_true", help="prepare again even when it is up to date")
+    s.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+    s.set_defaults(fn=_cmd_data_prepare)
+
 # %% ../nbs/cli/40_cli.ipynb #cea470a7
 def build_parser() -> argparse.ArgumentParser:
     from pettingllms_nb.core.config import EVAL_SEED_BASE
@@ -159,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, default=None, help="processes for the training rows (default: one per core, at most 3)")
     s.add_argument("--no-anchors", action="store_true", help="skip the scripted anchors table")
     s.add_argument("--quick", action="store_true", help="a smoke-sized run"); s.set_defaults(fn=_cmd_demo)
+    add_data_parser(sub)
     return p
 
 def main(argv=None) -> int:

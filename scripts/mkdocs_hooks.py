@@ -4,7 +4,7 @@ nbdev writes `Docs: {Documentation url}/{notebook path under nbs/, numeric prefi
 docstring (models/51_hf_policy.ipynb -> models/hf_policy.html.md); here every notebook becomes the page at that path
 (`use_directory_urls: false`) and, after the build, that `.html.md` file: the notebook as markdown (text, code, and its
 text outputs), for readers and tools that want plain text. Tutorials go under tutorials/ the same way.
-`PLLM_DOCS_ONLY=nbs/models/58_hub.ipynb,...` (paths from the repository root) builds only those notebooks' pages.
+`PLLM_DOCS_ONLY=nbs/models/59_hub.ipynb,...` (paths from the repository root) builds only those notebooks' pages.
 """
 from __future__ import annotations
 import json, os, re, shutil, tempfile

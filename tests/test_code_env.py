@@ -197,7 +197,7 @@ def test_presets_run_the_workflow():
     tr = rollout(load_config('code_env_single'), oracle_policy, seeds=[0])
     assert [(e.success, e.turns) for e in tr.episodes] == [(True, 1)]
     gpu = load_config('gpu_code_qwen3_1.7b_lora')
-    assert (gpu.env.dataset, gpu.env.split, gpu.specialization, gpu.training.lr) == ('codecontests', 'train', 'lora', 5e-6)
+    assert (gpu.env.source, gpu.env.split, gpu.specialization, gpu.training.lr) == ('codecontests', 'train', 'lora', 5e-6)
 
 
 # Pinned when code_env was split into its parts (state, render, prompts, env, agents, oracle): every prompt of seeded

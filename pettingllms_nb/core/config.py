@@ -6,13 +6,13 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/config.html.md"""
 
 # %% auto #0
 __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'LOGGERS', 'ROLLOUT_MODES', 'BRANCH_SELECTS', 'SPECIALIZATIONS', 'SYNONYMS',
-           'REFERENCE_ONLY', 'PRESETS_DIR', 'ENV_ARGS', 'VAL_SEED_BASE', 'DEMO_SEED_BASE', 'EVAL_SEED_BASE',
+           'REFERENCE_ONLY', 'PRESETS_DIR', 'WORKERS', 'ENV_ARGS', 'VAL_SEED_BASE', 'DEMO_SEED_BASE', 'EVAL_SEED_BASE',
            'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig', 'AgentPolicyConfigs',
            'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys', 'unknown_keys',
            'list_presets', 'preset_path', 'preset_description', 'describe_presets', 'read_yaml', 'parse_overrides',
-           'merge_config', 'check_values', 'check_agents', 'check_models', 'check_registry', 'check_config', 'Config',
-           'load_config', 'agent_roles', 'agent_config', 'env_kwargs', 'agent_kwargs', 'agent_policies', 'train_seeds',
-           'validation_seeds']
+           'merge_config', 'check_values', 'check_resource', 'check_agents', 'check_models', 'check_registry',
+           'check_source', 'check_config', 'Config', 'load_config', 'agent_roles', 'agent_config', 'env_kwargs',
+           'agent_kwargs', 'agent_policies', 'train_seeds', 'validation_seeds']
 
 # %% ../../nbs/core/06_config.ipynb #1319fde6
 import difflib, functools, logging, re
@@ -32,10 +32,18 @@ _log = logging.getLogger(__name__)
 # %% ../../nbs/core/06_config.ipynb #58f9c1d7
 @dataclass
 class ResourceConfig:
-    "Machines the run may use."
+    "Machines the run may use, and where its parts run (see `scale.cluster.resource_plan`)."
     nnodes: int = 1                 # machines
     n_gpus_per_node: int = 0        # GPUs per machine (0: CPU only)
     trust_remote_code: bool = True  # passed to `from_pretrained`
+    n_training_gpus_per_node: Optional[int] = None  # GPUs per node that train (None: all); the rest serve rollouts
+    tensor_model_parallel_size: int = 1  # GPUs per policy (vLLM) server
+    worker: str = 'sandbox'         # one of WORKERS: `sandbox` (the local process pool) or `ray` (a Ray actor pool)
+    ray_address: Optional[str] = None    # Ray cluster to join (None: $RAY_ADDRESS, else a local one)
+    sandbox_actors: Optional[int] = None # Ray sandbox actors with `worker: ray` (None: one per node)
+    sandbox_slots: int = 2          # programs at once per sandbox actor
+    env_actors: int = 0             # Ray actors holding simulator-backed environments (0: in this process)
+    policy_servers: List[str] = field(default_factory=list)  # base URLs of OpenAI-compatible (vLLM) servers
 
 @dataclass
 class EnvConfig:
@@ -46,6 +54,8 @@ class EnvConfig:
     max_turns: int = 4                       # turns per episode
     dataset: Optional[str] = None            # training data set, for data-driven environments (code, math)
     split: Optional[str] = None              # data set split
+    source: Optional[str] = None             # a registered data source, read from the data directory (in the place
+                                             # of `dataset` and `benchmark`; `pettingllms-nb data list` lists them)
     resolve: bool = False                    # reference key, kept for porting (not passed to the environment)
     multi_modal: bool = False                # reference key: prompts carry images
     batched_init: bool = True                # reference key: reset environments in a batch
@@ -342,7 +352,6 @@ def check_values(cfg) -> list:
     e += _one_of('specialization', cfg.specialization, SPECIALIZATIONS)
     if cfg.specialization == 'lora':
         for k in ('lora_rank', 'lora_alpha', 'training.lora_rank', 'training.lora_alpha'): e += _at_least(k, OmegaConf.select(cfg, k), 1)
-    e += _at_least('resource.nnodes', cfg.resource.nnodes, 1) + _at_least('resource.n_gpus_per_node', cfg.resource.n_gpus_per_node, 0)
     e += _at_least('env.max_turns', cfg.env.max_turns, 1)
     if cfg.env.size is not None: e += _at_least('env.size', cfg.env.size, 1)
     e += _one_of('multi_agent_interaction.schedule', cfg.multi_agent_interaction.schedule, SCHEDULES)
@@ -366,6 +375,36 @@ def check_values(cfg) -> list:
         p = f'agent_policy_configs.agent_configs.{ak}'
         e += _at_least(f'{p}.train_temperature', a.train_temperature, 0) + _at_least(f'{p}.val_temperature', a.val_temperature, 0)
         if a.alpha is not None: e += _at_least(f'{p}.alpha', a.alpha, 0)
+    return e
+
+# %% ../../nbs/core/06_config.ipynb #ad4fb55b
+WORKERS = ('sandbox', 'ray')   # resource.worker: the registered execution worker model-written programs run on
+
+def check_resource(cfg) -> list:
+    "Errors in `resource`: counts, the GPU split, the worker, the policy server URLs."
+    r, e = cfg.resource, []
+    e += _at_least('resource.nnodes', r.nnodes, 1) + _at_least('resource.n_gpus_per_node', r.n_gpus_per_node, 0)
+    e += _at_least('resource.tensor_model_parallel_size', r.tensor_model_parallel_size, 1)
+    e += _at_least('resource.sandbox_slots', r.sandbox_slots, 1) + _at_least('resource.env_actors', r.env_actors, 0)
+    if r.sandbox_actors is not None: e += _at_least('resource.sandbox_actors', r.sandbox_actors, 1)
+    e += _one_of('resource.worker', r.worker, WORKERS)
+    train = r.n_training_gpus_per_node
+    if train is not None and not 0 <= train <= r.n_gpus_per_node:
+        e.append(f"resource.n_training_gpus_per_node={train!r}: allowed values are 0..{r.n_gpus_per_node} "
+                 f"(resource.n_gpus_per_node), or null for all of them")
+    elif train is not None and (tp := r.tensor_model_parallel_size) >= 1 and (r.n_gpus_per_node - train) % tp:
+        e.append(f"resource.tensor_model_parallel_size={tp!r}: the {r.n_gpus_per_node - train} rollout GPUs per node "
+                 f"(n_gpus_per_node - n_training_gpus_per_node) must be whole servers; allowed values divide "
+                 f"{r.n_gpus_per_node - train}")
+    if r.nnodes > 1 and r.worker != 'ray':
+        e.append(f"resource.nnodes={r.nnodes!r} with resource.worker={r.worker!r}: several nodes need "
+                 f"resource.worker='ray' (the local pool runs on one machine)")
+    for i, url in enumerate(r.policy_servers):
+        if not re.fullmatch(r'https?://[^\s/]+(/\S*)?', str(url)):
+            e.append(f"resource.policy_servers[{i}]={url!r}: allowed values are http(s) base URLs, "
+                     f"e.g. 'http://127.0.0.1:8000/v1'")
+    if len(set(r.policy_servers)) != len(r.policy_servers):
+        e.append(f"resource.policy_servers={list(r.policy_servers)!r}: allowed values name each server once")
     return e
 
 # %% ../../nbs/core/06_config.ipynb #b1cad700
@@ -439,12 +478,29 @@ def check_registry(cfg, registry:Registry|None=None) -> list:
                      f"allowed values are {allowed}{_did_you_mean(n, allowed)}")
     return e
 
+# %% ../../nbs/core/06_config.ipynb #c6a15a33
+def check_source(cfg, sources:Registry|None=None) -> list:
+    "Errors for an `env.source` that is not a registered data source of `env.name`, or a split it does not have."
+    src_name, env = cfg.env.source, cfg.env.name
+    if src_name is None: return []
+    reg = global_registry if sources is None else sources
+    try: src = reg.get('source', src_name)
+    except RegistryError as err: return [f"env.source={src_name!r}: {err} (`pettingllms-nb data list` shows them)"]
+    if src.env != env:
+        own = sorted(n for n, e in reg.entries['source'].items() if e.available and e.obj.env == env)
+        return [f"env.source={src_name!r}: a data source of {src.env!r}, not of env.name={env!r}; "
+                f"allowed values are {own}"]
+    if cfg.env.split is not None and cfg.env.split not in src.splits:
+        return [f"env.split={cfg.env.split!r}: allowed values are the splits of {src_name!r}, {list(src.splits)}"
+                f"{_did_you_mean(cfg.env.split, src.splits)}"]
+    return []
+
 # %% ../../nbs/core/06_config.ipynb #4ae53c45
 def check_config(cfg, registry:Registry|None=None) -> list:
     "Every problem in a merged config, one line each (empty: valid)."
     cfg = cfg.dictconfig if isinstance(cfg, Config) else cfg
-    e = check_values(cfg) + check_agents(cfg) + check_models(cfg)
-    return e + check_registry(cfg, registry)
+    e = check_values(cfg) + check_resource(cfg) + check_agents(cfg) + check_models(cfg)
+    return e + check_registry(cfg, registry) + check_source(cfg)
 
 # %% ../../nbs/core/06_config.ipynb #323052b1
 class Config:
@@ -517,12 +573,13 @@ def agent_config(cfg, role:str):
     if role in agents: return agents[role]
     raise KeyError(f"no agent {role!r} in agent_policy_configs.agent_configs; allowed values are {sorted(agents)}{_did_you_mean(role, agents)}")
 
-ENV_ARGS = ('max_turns', 'benchmark', 'size', 'dataset', 'split')
+ENV_ARGS = ('max_turns', 'benchmark', 'size', 'dataset', 'split', 'source')
 
 def env_kwargs(cfg) -> dict:
     "Keyword arguments for `make_env(cfg.env.name, **env_kwargs(cfg))`: the game parameters that are set, plus `env.kwargs`."
     env = _node(cfg).env
-    kw = {k: env[k] for k in ENV_ARGS if env[k] is not None}
+    named = ('dataset', 'benchmark') if env.source is not None else ()   # a source says which data set it is
+    kw = {k: env[k] for k in ENV_ARGS if env[k] is not None and k not in named}
     return {**kw, **OmegaConf.to_container(env.kwargs)}
 
 def agent_kwargs(cfg, role:str) -> dict:

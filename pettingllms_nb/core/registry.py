@@ -16,13 +16,13 @@ from .state import EnvState
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
+__all__ = ['KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'LAZY_KINDS', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
            'check_contract', 'Entry', 'Registry', 'RegistryTable', 'register_env', 'register_agent', 'register_worker',
            'register_policy', 'register_scripted', 'make_env', 'make_agent', 'make_worker', 'make_policy',
            'shared_worker', 'lazy_exports']
 
 # %% ../../nbs/core/05_registry.ipynb #88b6e9f7
-KINDS = ('env', 'agent', 'worker', 'policy', 'scripted')
+KINDS = ('env', 'agent', 'worker', 'policy', 'scripted', 'source')
 
 class RegistryError(KeyError):
     "A name that is not registered (or not available); the message says what to do."
@@ -58,6 +58,11 @@ def check_contract(kind:str, name:str, obj) -> None:
         if _missing(obj, ['generate']) and _missing(obj, ['agenerate']): raise ContractError(f"{where}: must define generate(requests) or agenerate(requests)")
     elif kind == 'scripted':
         if not callable(obj) or inspect.isclass(obj): raise ContractError(f"{where}: must be a function fn(request[, rng]) -> str")
+    elif kind == 'source':
+        miss = [a for a in ('env', 'splits', 'get', 'check') if not hasattr(obj, a)]
+        if inspect.isclass(obj) or miss or getattr(obj, 'name', name) != name:
+            raise ContractError(f"{where}: must be a DataSource named {name!r} (pettingllms_nb.data.DataSource); "
+                                f"missing {miss}")
     else: raise ValueError(f"unknown registry kind {kind!r}; allowed: {KINDS}")
 
 # %% ../../nbs/core/05_registry.ipynb #9db8cde3
@@ -82,12 +87,14 @@ BUILTINS = {
     'pettingllms_nb.envs.toy.agents': (None, [('agent', 'scout'), ('agent', 'runner')]),
     'pettingllms_nb.envs.toy.oracle': (None, [('scripted', 'toy_relay.oracle'), ('scripted', 'toy_relay.random')]),
     'pettingllms_nb.sandbox.pool': (None, [('worker', 'sandbox')]),
+    'pettingllms_nb.sandbox.ray_pool': ('ray', [('worker', 'ray')]),
     'pettingllms_nb.envs.stateful.env': (None, [('env', 'stateful_env')]),
     'pettingllms_nb.envs.stateful.agents': (None, [('agent', 'plan_agent'), ('agent', 'tool_call_agent'),
                                                    ('agent', 'stateful_single_agent')]),
     'pettingllms_nb.envs.stateful.oracle': (None, [('scripted', 'stateful_env.oracle'), ('scripted', 'stateful_env.random')]),
     'pettingllms_nb.models.hf': ('train', [('policy', 'hf')]),
     'pettingllms_nb.models.openai': ('openai', [('policy', 'openai')]),
+    'pettingllms_nb.models.servers': ('openai', [('policy', 'openai_servers')]),
     'pettingllms_nb.models.vllm': ('vllm', [('policy', 'vllm')]),
     'pettingllms_nb.envs.math.env': (None, [('env', 'math_env')]),
     'pettingllms_nb.envs.math.agents': ('math', [('agent', 'tool_generator'), ('agent', 'reasoning_generator'),
@@ -109,6 +116,18 @@ BUILTINS = {
     'pettingllms_nb.envs.web.env': ('web', [('env', 'web_env')]),
     'pettingllms_nb.envs.web.agents': ('web', [('agent', 'web_navigator'), ('agent', 'web_verifier'), ('agent', 'web_single_agent')]),
     'pettingllms_nb.envs.web.oracle': ('web', [('scripted', 'web_env.oracle'), ('scripted', 'web_env.random')]),
+    # data sources: each environment declares its own, in a module that imports none of its heavy parts
+    'pettingllms_nb.envs.math.sources': (None, [('source', n) for n in (
+        'aime24', 'aime25', 'olympiadbench', 'polaris', 'dapo', 'math_original')]),
+    'pettingllms_nb.envs.code.sources': (None, [('source', n) for n in (
+        'apps', 'codecontests', 'livecodebench', 'humaneval', 'code_original')]),
+    'pettingllms_nb.envs.search.sources': (None, [('source', n) for n in (
+        'nq', 'hotpotqa', '2wikimultihopqa', 'musique', 'bamboogle', 'hotpotqa_json', 'hotpotqa_hf', 'searchr1',
+        'search_generated')]),
+    'pettingllms_nb.envs.alfworld.sources': (None, [('source', n) for n in (
+        'alfworld', 'alfworld_generated', 'textworld')]),
+    'pettingllms_nb.envs.web.sources': (None, [('source', n) for n in (
+        'webshop', 'webshop_all', 'miniwob', 'shop_generated')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 
@@ -118,7 +137,7 @@ class Registry:
     def __init__(self, builtins:dict|None=None, plugin_group:str|None=PLUGIN_GROUP):
         self.entries = {k: {} for k in KINDS}
         self.builtins, self.plugin_group = dict(BUILTINS if builtins is None else builtins), plugin_group
-        self._loaded, self.plugin_errors = False, {}
+        self._loaded, self.plugin_errors, self._imported = False, {}, set()
 
     def add(self, kind:str, name:str, obj, **meta):
         "Register `obj` as `kind` `name` after checking its contract."
@@ -141,13 +160,20 @@ def _import_builtin(self:Registry, module:str, extra, provides):
         for kind, name in provides: self.mark_unavailable(kind, name, module, f"{type(e).__name__}: {e}", extra)
         _log.debug("optional module %s unavailable: %s", module, e)
 
+LAZY_KINDS = ('source',)   # kinds looked up without importing every other built-in module (listing data stays light)
+
 @patch
-def load(self:Registry):
-    "Import the built-in modules and the plugins (once)."
+def load(self:Registry, kind:str|None=None):
+    "Import the built-in modules (for a kind of LAZY_KINDS, only those that provide it) and the plugins (once)."
     if self._loaded: return self
-    self._loaded = True
-    for module, (extra, provides) in self.builtins.items(): self._import_builtin(module, extra, provides)
-    if self.plugin_group:
+    lazy = kind in LAZY_KINDS
+    for module, (extra, provides) in self.builtins.items():
+        if module in self._imported or (lazy and all(k != kind for k, _ in provides)): continue
+        self._imported.add(module)
+        self._import_builtin(module, extra, provides)
+    self._loaded = not lazy
+    if self.plugin_group and 'plugins' not in self._imported:
+        self._imported.add('plugins')
         from importlib.metadata import entry_points   # here, not at import: it costs more than the rest of the core
         for ep in entry_points(group=self.plugin_group):
             try: ep.load()
@@ -161,7 +187,7 @@ def load(self:Registry):
 def get(self:Registry, kind:str, name:str):
     "The component registered as `kind` `name`, or an error that says what to do."
     if kind not in KINDS: raise ValueError(f"unknown registry kind {kind!r}; allowed: {KINDS}")
-    self.load()
+    self.load(kind)
     e = self.entries[kind].get(name)
     if e is not None and e.available: return e.obj
     if e is not None:
@@ -175,7 +201,7 @@ def get(self:Registry, kind:str, name:str):
 @patch
 def names(self:Registry, kind:str, available_only:bool=True) -> list[str]:
     "Registered names of `kind`."
-    self.load()
+    self.load(kind)
     return sorted(n for n, e in self.entries[kind].items() if e.available or not available_only)
 
 @patch
@@ -247,7 +273,11 @@ def register_scripted(env:str, name:str, **meta):
 
 # %% ../../nbs/core/05_registry.ipynb #8f9a0b1c
 def make_env(name:str, seed:int|None=None, **kw) -> Env:
-    "Instantiate the environment registered as `name`; with `seed`, reset it to that problem."
+    "Instantiate the environment registered as `name`; with `seed`, reset it to that problem. `source=` names its data."
+    if kw.get('source') is not None:   # a data source (and its split) becomes the arguments that locate its files
+        from pettingllms_nb.data.sources import source_kwargs
+        kw = source_kwargs(name, kw)
+    kw.pop('source', None)
     env = registry.get('env', name)(**kw)
     if seed is not None: env.reset(seed)
     return env

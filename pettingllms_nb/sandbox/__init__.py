@@ -20,6 +20,7 @@ _PARTS = {
     'runner': ['LAUNCHES', 'run_code', 'isolation_level'],
     'pool': ['CANARIES', 'Sandbox', 'SandboxWorker',
              '_cores'],                         # internal: the benchmark and the demo size pools with it
+    'ray_pool': ['SandboxActor', 'RayWorker'],   # needs the [ray] extra (imported on first use)
     'program': ['OK_VERDICTS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'TIME_LIMIT', 'default_worker', 'normalise_verdict',
                 'ProgramResult', 'arun_program', 'run_program', 'CANARY_PROGRAMS', 'CanaryReport', 'arun_canaries',
                 'run_canaries'],

@@ -150,6 +150,10 @@ class CachingWorker:
         return res
 
 # %% ../../nbs/training/55_trainer.ipynb #224d681e
+def _run_worker(cfg):
+    from pettingllms_nb.scale.cluster import make_run_worker
+    return make_run_worker(cfg)
+
 class Trainer:
     "AT-GRPO / GRPO training of the agents in `config`; `fit()` runs it, `evaluate()` measures it."
     def __init__(self, config, overrides=(), out_dir=None, resume:bool=False, progress:bool=True, worker=None,
@@ -163,9 +167,10 @@ class Trainer:
         torch.manual_seed(t.seed)
         self.units, self.policies = build_units(self.cfg, self.out)
         for u in self.units: make_optimizer(u, self.cfg)
-        self.worker = worker if worker is not None else make_worker('sandbox')
+        self.worker = worker if worker is not None else _run_worker(self.cfg)   # resource.worker: sandbox or ray
         if cache_programs: self.worker = CachingWorker(self.worker)
         self.rng, self.step, self.history = random.Random(t.seed), 0, []
+        self.dist = None   # a `training.distributed.Distributed` rank once `distribute` is called
         self.val_seeds = validation_seeds(self.cfg)
         self._loggers = None
         if resume: self.load_checkpoint()
@@ -194,6 +199,7 @@ def collect(self:Trainer, seeds=None, mode=None, sample_num=None, temperature=No
 def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
     import torch
     from pettingllms_nb.training.losses import ppo_loss
+    if self.dist is not None: return self._distributed_update(unit, steps, advs)
     t, pol = self.cfg.training, unit.policy
     rows = [(s, a) for s, a in zip(steps, advs) if a is not None]
     for s, _ in rows:
@@ -271,8 +277,11 @@ def _atomic_write(path:Path, data:bytes):
 def save_checkpoint(self:Trainer) -> Path:
     "Write a checkpoint for the current step (atomically) and point `latest` at it."
     import torch
-    self.ckpt_dir.mkdir(parents=True, exist_ok=True)
     final = self.ckpt_dir / f"step_{self.step:06d}"
+    if self.dist is not None and not self.dist.is_main:   # across processes rank 0 writes, the others wait for it
+        self.dist.barrier()
+        return final
+    self.ckpt_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=self.ckpt_dir, prefix=f".step_{self.step:06d}."))
     for u in self.units:
         d = tmp / 'units' / u.name; d.mkdir(parents=True)
@@ -286,6 +295,7 @@ def save_checkpoint(self:Trainer) -> Path:
     if final.exists(): shutil.rmtree(final)
     os.rename(tmp, final)
     _atomic_write(self.ckpt_dir / 'latest', final.name.encode())
+    if self.dist is not None: self.dist.barrier()
     return final
 
 # %% ../../nbs/training/55_trainer.ipynb #59570173
@@ -422,3 +432,24 @@ def plot_metrics(history, path=None, title:str=''):
     fig.tight_layout()
     if path is not None: fig.savefig(path, dpi=110); plt.close(fig)
     return fig
+
+# %% ../../nbs/training/55_trainer.ipynb #3c30a21e
+@patch
+def distribute(self:Trainer, dist=None, strategy:str='ddp'):
+    "Train across the processes of a torch.distributed group: this process is rank `dist` (default: a new one)."
+    from pettingllms_nb.training.distributed import Distributed
+    self.dist = dist if dist is not None else Distributed(strategy)
+    return self
+
+@patch
+def _distributed_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
+    "`_unit_update` over the ranks of `self.dist`: the same rows, sharded, the gradients summed."
+    from pettingllms_nb.training.distributed import rows_from_steps, update_unit
+    t = self.cfg.training
+    temp = lambda s: float(agent_config(self.cfg, s.agent).train_temperature) or 1.0
+    rows = rows_from_steps(steps, advs, temp)
+    if not rows: return {f'{unit.name}/sequences': 0}
+    m = update_unit(unit.policy, unit.adapter, unit.params(), unit.optimizer, unit.scheduler, rows,
+                    clip_ratio=t.clip_ratio, max_grad_norm=t.max_grad_norm, micro_batch_size=t.micro_batch_size,
+                    kl_coef=t.kl_coef, dist=self.dist)
+    return {f'{unit.name}/{k}': v for k, v in m.items()}

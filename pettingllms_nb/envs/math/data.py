@@ -41,16 +41,19 @@ def _dapo_problem(prompt) -> str:
 
 def _olympiad_answer(final) -> str:
     items = final if isinstance(final, list) else [final]
-    return ', '.join(str(a).strip().strip('$').strip() for a in items)
+    return ', '.join(_text(a).strip().strip('$').strip() for a in items if a is not None)
 
-def _norm_aime24(r, i): return dict(problem=r['Problem'], answer=str(r['Answer']), id=str(r.get('ID', i)))
-def _norm_aime25(r, i): return dict(problem=r.get('problem', r.get('question')), answer=str(r['answer']), id=str(r.get('id', i)))
-def _norm_olympiad(r, i): return dict(problem=r['question'], answer=_olympiad_answer(r['final_answer']), id=str(r.get('id', i)))
-def _norm_polaris(r, i): return dict(problem=r['problem'], answer=str(r['answer']), id=str(r.get('id', i)))
+def _text(v) -> str: return '' if v is None else str(v)   # a null (`datasets` fills a column a row lacks) is no value
+def _id(v, i) -> str: return str(i) if v is None else str(v)
+
+def _norm_aime24(r, i): return dict(problem=r['Problem'], answer=_text(r['Answer']), id=_id(r.get('ID'), i))
+def _norm_aime25(r, i): return dict(problem=r.get('problem', r.get('question')), answer=_text(r['answer']), id=_id(r.get('id'), i))
+def _norm_olympiad(r, i): return dict(problem=r['question'], answer=_olympiad_answer(r['final_answer']), id=_id(r.get('id'), i))
+def _norm_polaris(r, i): return dict(problem=r['problem'], answer=_text(r['answer']), id=_id(r.get('id'), i))
 def _norm_dapo(r, i):
     extra = r.get('extra_info') or {}
-    return dict(problem=_dapo_problem(r['prompt']), answer=str(r['reward_model']['ground_truth']), id=str(extra.get('index', i)))
-def _norm_original(r, i): return dict(problem=r['problem'], answer=str(r['answer']), id=str(r.get('id', i)))
+    return dict(problem=_dapo_problem(r['prompt']), answer=_text(r['reward_model']['ground_truth']), id=_id(extra.get('index'), i))
+def _norm_original(r, i): return dict(problem=r['problem'], answer=_text(r['answer']), id=_id(r.get('id'), i))
 
 @dataclass(frozen=True)
 class MathSource:

@@ -350,7 +350,8 @@ def _hotpot_row(r:dict, source:str) -> dict:
     titles, sents = _pairs(r.get('context'))
     gold_titles = list(dict.fromkeys(_pairs(r.get('supporting_facts'))[0]))
     ps = _paragraphs(qid, titles, sents)
-    return dict(qid=qid, question=r['question'], golds=[str(r['answer'])], source=source, qtype=r.get('type') or '',
+    golds = [] if r.get('answer') is None else [str(r['answer'])]   # a null (`datasets` fills missing columns) is no answer
+    return dict(qid=qid, question=r['question'], golds=golds, source=source, qtype=r.get('type') or '',
                 gold_titles=gold_titles, gold_doc_ids=[p['doc_id'] for p in ps if p['title'] in gold_titles],
                 passages=ps)
 

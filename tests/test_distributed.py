@@ -1,0 +1,109 @@
+"Training across processes: two gloo ranks on the CPU give the single-process update, and resume from checkpoints exactly."
+import importlib.util
+import pytest
+
+if importlib.util.find_spec("torch") is None or importlib.util.find_spec("accelerate") is None:
+    pytest.skip("needs the [train] extra (torch, accelerate)", allow_module_level=True)
+
+import torch
+import pettingllms_nb.training.distributed as D
+
+
+def _weights(ps): return [p.detach().clone() for p in ps]
+
+
+def _single(steps=1, micro_batch_size=5, seed=0):
+    pol, units = D.tiny_units()
+    ps, opt, sched = units['planner']
+    ms = [D.update_unit(pol, 'planner', ps, opt, sched, D.synthetic_rows(pol, 'planner', seed=seed + k),
+                        micro_batch_size=micro_batch_size) for k in range(steps)]
+    return _weights(ps), _weights(units['executor'][0]), ms
+
+
+def rank_update(rank, strategy, steps, micro_batch_size, sharded, ckpt, resume):
+    "Train the planner for `steps` updates (resuming from `ckpt` if `resume`; saving it after the first if not)."
+    pol, units = D.tiny_units()
+    dist = D.Distributed(strategy, cpu=True)
+    ps, opt, sched = units['planner']
+    start = 0
+    if resume:
+        D.load_unit_state(ckpt, ps, opt, sched)
+        start = 1
+    ms = []
+    for k in range(start, steps):
+        rows = D.synthetic_rows(pol, 'planner', seed=k)
+        if sharded: rows = rows[:7] if rank == 0 else rows[7:]      # each rank brings its own, unequal, rows
+        ms.append(D.update_unit(pol, 'planner', ps, opt, sched, rows, micro_batch_size=micro_batch_size, dist=dist,
+                                sharded=sharded))
+        if ckpt and not resume and k == 0: D.save_unit_state(ckpt, ps, opt, sched, dist)
+    return _weights(ps), _weights(units['executor'][0]), ms, (dist.rank, dist.world_size)
+
+
+def _max_diff(a, b): return max(float((x - y).abs().max()) for x, y in zip(a, b))
+
+
+@pytest.fixture(scope='module')
+def single():
+    return _single(steps=2)
+
+
+@pytest.fixture(scope='module')
+def ckpt_run(tmp_path_factory):
+    "Two ranks, two updates of the whole batch, a checkpoint after the first: (results, checkpoint path)."
+    ckpt = tmp_path_factory.mktemp('ckpt') / 'planner.pt'
+    return D.launch(rank_update, 2, 'ddp', 2, 5, False, ckpt, False), ckpt
+
+
+@pytest.mark.parametrize('sharded', [False, True])
+def test_two_gloo_ranks_equal_the_single_process(single, ckpt_run, sharded):
+    w_single, exec_single, ms_single = single
+    runs = ckpt_run[0] if not sharded else D.launch(rank_update, 2, 'ddp', 2, 5, True, None, False)
+    (w0, e0, m0, id0), (w1, e1, m1, id1) = runs
+    assert (id0, id1) == ((0, 2), (1, 2))
+    assert all(torch.equal(a, b) for a, b in zip(w0, w1))                  # the ranks stay identical
+    assert _max_diff(w0, w_single) < 1e-6                                   # and equal one process on the whole batch
+    assert _max_diff(w0, _single(steps=0)[0]) > 1e-4                       # (the update did move the weights)
+    assert all(torch.equal(a, b) for a, b in zip(e0, exec_single))         # the other unit is untouched
+    for a, b in zip(m0, ms_single):
+        assert a['sequences'] == b['sequences'] == 12 and a['tokens'] == b['tokens']
+        assert abs(a['pg_loss'] - b['pg_loss']) < 1e-6 and abs(a['grad_norm'] - b['grad_norm']) < 1e-5
+
+
+def test_checkpoint_resume_is_exact(ckpt_run):
+    ((w_full, *_), _), ckpt = ckpt_run
+    assert ckpt.exists()
+    (w_resumed, *_), (w_resumed1, *_) = D.launch(rank_update, 2, 'ddp', 2, 5, False, ckpt, True)
+    assert all(torch.equal(a, b) for a, b in zip(w_full, w_resumed))      # bit for bit
+    assert all(torch.equal(a, b) for a, b in zip(w_resumed, w_resumed1))
+
+
+def test_strategy_is_checked():
+    with pytest.raises(ValueError, match="strategy='zero3'"): D.Distributed('zero3')
+    with pytest.raises(ValueError, match="needs GPUs"): D.Distributed('fsdp', cpu=True)
+
+
+OV = ['training.total_training_steps=4', 'training.train_batch_size=2', 'training.train_sample_num=2',
+      'training.val_freq=0', 'training.warmstart_steps=20', 'training.micro_batch_size=3']
+
+
+def rank_trainer(rank, out_dir, distributed):
+    "One Trainer step of the tiny Plan-Path preset (the same seed on every rank), then a checkpoint."
+    from pettingllms_nb.training.trainer import Trainer
+    tr = Trainer('tiny_plan_path', OV, out_dir=out_dir, progress=False)
+    if distributed: tr.distribute(D.Distributed(cpu=True))
+    m = tr.train_step()
+    path = tr.save_checkpoint()
+    return _weights(tr.units[0].params()), {k: v for k, v in m.items() if k.startswith('shared/')}, str(path)
+
+
+def test_trainer_step_across_two_ranks_equals_one_process(tmp_path):
+    from pettingllms_nb.training.trainer import Trainer
+    Trainer('tiny_plan_path', OV, out_dir=tmp_path, progress=False)        # builds the warm-started base once
+    (w_one, m_one, _), = D.launch(rank_trainer, 1, str(tmp_path), False)
+    (w0, m0, p0), (w1, m1, p1) = D.launch(rank_trainer, 2, str(tmp_path), True)
+    assert all(torch.equal(a, b) for a, b in zip(w0, w1)) and p0 == p1
+    assert _max_diff(w0, w_one) < 1e-6
+    assert m0['shared/sequences'] == m_one['shared/sequences'] > 0
+    assert abs(m0['shared/pg_loss'] - m_one['shared/pg_loss']) < 1e-6
+    resumed = Trainer('tiny_plan_path', OV, out_dir=tmp_path, resume=True, progress=False)   # rank 0's checkpoint
+    assert resumed.step == 1 and all(torch.equal(a, b) for a, b in zip(resumed.units[0].params(), w0))
