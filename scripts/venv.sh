@@ -2,6 +2,11 @@
 # Create (or refresh) the project's virtual environment in .venv.
 # Usage: source scripts/venv.sh [extras]   e.g. `source scripts/venv.sh dev`
 # The environment is rebuilt only when pyproject.toml or the extras change (a stamp file records both).
+# Sourced, it changes nothing in the caller's shell but PATH: the build runs as a separate bash process under
+# `set -euo pipefail` (inside a sourced `if` or `||` bash would silently ignore `set -e`), so the caller's shell options
+# stay as they were, and a failure returns its status instead of closing the caller's shell.
+if [ "${1:-}" = "--build" ]; then
+shift
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 extras="${1:-dev}"
@@ -42,4 +47,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$venv/bin/python" -c "import pettingllms_nb" || { echo "[venv] install failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
-export PATH="$venv/bin:$PATH"
+exit 0
+fi
+_pllm_venv="${VENV:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv}"
+if bash "${BASH_SOURCE[0]}" --build "$@"; then
+  export PATH="$_pllm_venv/bin:$PATH"
+  unset _pllm_venv
+else
+  _pllm_rc=$?
+  unset _pllm_venv
+  return "$_pllm_rc" 2>/dev/null || exit "$_pllm_rc"   # `return` when sourced (the shell stays open), else `exit`
+fi

@@ -345,3 +345,48 @@ def test_a_broken_view_never_stops_a_rollout(caplog):
     live.on_step.append(lambda s: 1 / 0)
     tr = rollout('stateful_plan_path', oracle_policy, seeds=[1], trace=live)
     assert tr is live and len(live) and live.episodes and 'on_step callback' in caplog.text
+
+
+# -- static fallback: exported pages and GitHub show what the widget shows ----------------------------------------
+
+def test_every_widget_carries_a_static_html_copy(sudoku, tree):
+    "Beside the live view, each widget's mimebundle has `text/html` with the cards, the board or the table it shows."
+    from types import SimpleNamespace
+    fake = SimpleNamespace(cfg=SimpleNamespace(training=SimpleNamespace(total_training_steps=2)))
+    dash = TrainingDashboard()
+    for i in (1, 2): dash(fake, {'step': i, 'train/success_rate': i / 2})
+    human = HumanTextPolicy(timeout=0.01)
+    with pytest.raises(TimeoutError): human.ask(Request('plan_agent', 'move the walker', turn_idx=0))
+    st = StepThrough(sudoku).goto(1, 'step')
+    widgets = {'StepThrough': (st, ["data-board='sudoku'", "data-step='1'", f'step 2 of {len(sudoku)}, phase step']),
+               'TreeView': (TreeView(tree), ['✔ kept', 'advantage']),
+               'GroupInspector': (GroupInspector(tree), ['groups</b>', 'advantages']),
+               'HumanTextPolicy': (human, ['move the walker']),
+               'TrainingDashboard': (dash, ['train/success_rate: 1.000', 'step 2/2'])}
+    for name, (w, marks) in widgets.items():
+        b = w._repr_mimebundle_()
+        assert 'application/vnd.jupyter.widget-view+json' in b, name
+        assert all(m in b['text/html'] for m in marks), (name, [m for m in marks if m not in b['text/html']])
+    test_html = StepThrough(sudoku)._repr_mimebundle_()['text/html']
+    assert test_html != widgets['StepThrough'][0]._repr_mimebundle_()['text/html']   # it follows the position
+    assert StepThrough(Trace())._repr_mimebundle_()['text/html'].count('no steps') == 1
+
+
+def test_trace_table_groups_rows_by_episode_with_seed_and_sample():
+    "Concurrent episodes arrive interleaved; the table shows them one after the other, under their seed, with samples."
+    import re
+    tr = rollout('stateful_sudoku', random_policy, seeds=[4, 7], sample_num=2, max_turns=2)
+    num = tr.episode_numbers()
+    assert [num[s.id][0] for s in tr] != sorted(num[s.id][0] for s in tr)   # recorded interleaved
+    h = tr._repr_html_(max_steps=len(tr))
+    heads = re.findall(r"<b>episode (\d+)</b> · seed (\d+)", h)
+    test_eq = lambda a, b: (a == b) or pytest.fail(f"{a!r} != {b!r}")
+    test_eq(heads, [(str(k), str(e.seed)) for k, e in enumerate(tr.episodes)])
+    test_eq(sorted(e.seed for e in tr.episodes), [4, 4, 7, 7])
+    cells = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td>", h)   # episode, seed, sample
+    test_eq(len(cells), len(tr))
+    test_eq([int(k) for k, _, _ in cells], sorted(int(k) for k, _, _ in cells))   # grouped by episode
+    for k, seed, _ in cells: test_eq(int(seed), tr.episodes[int(k)].seed)
+    test_eq({x for *_, x in cells}, {'0', '1'})                                   # both samples of each seed
+    k, ep = tr.episode_of(tr[-1])
+    assert f"episode {k} · seed {ep.seed} · sample {tr[-1].rollout_idx} · " in StepThrough(tr).goto(len(tr) - 1).html

@@ -187,31 +187,62 @@ def load(cls:Trace, path) -> Trace:
                 raise ValueError(f"{path}:{n}: not a trace line ({type(e).__name__}: {e})") from None
     return t
 
+# %% ../../nbs/engine/11_trace.ipynb #c12ddafc
+@patch
+def episode_numbers(self:Trace) -> dict:
+    "Step id -> (episode number, its `Episode` or `None` while it still runs), by the root each step descends from."
+    root_of, order = {}, {}
+    for s in self.steps: root_of[s.id] = root_of.get(s.parent_id, s.parent_id)   # a parent is recorded before its child
+    for e in self.episodes: order.setdefault(e.root_id, (len(order), e))
+    for s in self.steps: order.setdefault(root_of[s.id], (len(order), None))
+    return {sid: order[root] for sid, root in root_of.items()}
+
+@patch
+def episode_of(self:Trace, step:Step) -> tuple:
+    "(episode number, `Episode` or `None`) of `step`."
+    return self.episode_numbers()[step.id]
+
 # %% ../../nbs/engine/11_trace.ipynb #54dc78d6
 def _cut(x, n=120):
     s = x if isinstance(x, str) else json.dumps(x, default=str)
     return s if len(s) <= n else s[:n//2] + ' … ' + s[-n//2:]
 
-def _reward_cell(s:Step) -> str: return f"⚠ infra error, not scored: {_cut(s.infra_error, 80)}" if s.infra_error else f"{s.reward:.3f}"
+def _reward_cell(s:Step) -> str:
+    return f"⚠ infra error, not scored: {_cut(s.infra_error, 80)}" if s.infra_error else f"{s.reward:.3f}"
 def _infra_row(s:Step) -> str: return " class='pllm-infra-error' style='color:#8250df'" if s.infra_error else ''
 
-@patch
-def _repr_html_(self:Trace, max_steps:int=20) -> str:
-    sm = self.summary()
+def _head(sm:dict) -> str:
     head = (f"<b>Trace</b>: {sm['episodes']} episodes, {sm['steps']} steps, success rate "
             f"{sm['success_rate']:.2f}" if sm['episodes'] else f"<b>Trace</b>: {sm['steps']} steps")
     if sm['infra_errors']:
         head += (f" · <span class='pllm-infra-error' style='color:#8250df'>⚠ {sm['infra_errors']} steps hit infrastructure "
                  f"failures (not scored; {sm['infra_episodes']} episodes left out of the success rate)</span>")
+    return head
+
+@patch
+def _repr_html_(self:Trace, max_steps:int=20) -> str:
+    sm = self.summary()
     agents = ''.join(f"<tr><td>{html.escape(a)}</td><td>{v['steps']}</td><td>{v['mean_reward']:.3f}</td>"
                      f"<td>{v['format_error_rate']:.2f}</td><td>{v['infra_errors']}</td></tr>" for a, v in sm['agents'].items())
-    cols = ('turn', 'agent', 'sample', 'completion', 'action / format error', 'reward', 'kept')
-    rows = ''.join(f"<tr{_infra_row(s)}>" + ''.join(f"<td>{html.escape(str(c))}</td>" for c in (
-        s.turn_idx, s.agent, s.sample_idx, _cut(s.completion), _cut(s.action) if s.format_error is None else f"⚠ {_cut(s.format_error)}",
-        _reward_cell(s), '✔' if s.selected else '')) + "</tr>" for s in self.steps[:max_steps])
+    cols = ('episode', 'seed', 'sample', 'turn', 'agent', 'branch', 'completion', 'action / format error', 'reward', 'kept')
+    num = self.episode_numbers()
+    shown = sorted(self.steps[:max_steps] if not num else self.steps, key=lambda s: num[s.id][0])[:max_steps]
+    rows, last = [], None
+    for s in shown:
+        k, ep = num[s.id]
+        if k != last:
+            how = ('running' if ep is None else f"{'solved' if ep.success else 'not solved'} in {ep.turns} turn{'s' * (ep.turns != 1)}")
+            rows.append(f"<tr class='pllm-episode'><td colspan='{len(cols)}'><b>episode {k}</b> · seed "
+                        f"{html.escape(str(ep.seed if ep else '…'))} · {html.escape(s.problem_uid)} · {how}</td></tr>")
+            last = k
+        rows.append(f"<tr{_infra_row(s)}>" + ''.join(f"<td>{html.escape(str(c))}</td>" for c in (
+            k, ep.seed if ep else '…', s.rollout_idx, s.turn_idx, s.agent, s.sample_idx, _cut(s.completion),
+            _cut(s.action) if s.format_error is None else f"⚠ {_cut(s.format_error)}",
+            _reward_cell(s), '✔' if s.selected else '')) + "</tr>")
+    rows = ''.join(rows)
     more = f"<p>… {len(self.steps) - max_steps} more steps</p>" if len(self.steps) > max_steps else ""
-    return (f"<div class='pllm-trace'><p>{head}</p><table><tr><th>agent</th><th>steps</th><th>mean reward</th><th>format errors</th>"
-            f"<th>infra errors</th></tr>{agents}</table>"
+    return (f"<div class='pllm-trace'><p>{_head(sm)}</p><table><tr><th>agent</th><th>steps</th><th>mean reward</th>"
+            f"<th>format errors</th><th>infra errors</th></tr>{agents}</table>"
             f"<table><tr>{''.join(f'<th>{c}</th>' for c in cols)}</tr>{rows}</table>{more}</div>")
 
 @patch

@@ -263,7 +263,10 @@ def render_phase(trace, i:int, phase:str) -> str:
     for a in agents:
         if a == s.agent: cards.append(render_step_card(s, phase, before, True, env))
         else: cards.append(_idle_card(a, next((x for x in reversed(trace.steps[:i]) if x.agent == a and x.selected), None)))
-    head = (f"<div class='pllm-head'>step <b>{i + 1}</b>/{len(trace)} · problem {esc(s.problem_uid)} · turn {s.turn_idx} · "
-            f"phase <b class='pllm-phase'>{phase}</b></div>")
+    try: k, ep = trace.episode_of(s)
+    except (AttributeError, KeyError): k = None
+    episode = '' if k is None else f"episode {k} · seed {esc(ep.seed if ep else '…')} · sample {s.rollout_idx} · "
+    head = (f"<div class='pllm-head'>step <b>{i + 1}</b>/{len(trace)} · {episode}problem {esc(s.problem_uid)} · "
+            f"turn {s.turn_idx} · branch {s.sample_idx} · phase <b class='pllm-phase'>{phase}</b></div>")
     return (f"<div class='pllm-stepthrough' data-step='{i}' data-phase='{phase}'>{head}<div class='pllm-shared'>{state}</div>"
             f"<div style='display:flex;flex-wrap:wrap;align-items:flex-start'>{''.join(cards)}</div></div>")

@@ -12,8 +12,16 @@ from ..training.advantages import group_stats, at_grpo, at_grpo_key, is_tree
 from ..engine.policies import HumanPolicy
 
 # %% auto #0
-__all__ = ['StepThrough', 'render_tree', 'TreeView', 'render_groups', 'GroupInspector', 'HumanTextPolicy', 'human_widget',
-           'sparkline', 'dashboard_series', 'TrainingDashboard']
+__all__ = ['static_bundle', 'StepThrough', 'render_tree', 'TreeView', 'render_groups', 'GroupInspector', 'HumanTextPolicy',
+           'human_widget', 'sparkline', 'dashboard_series', 'TrainingDashboard']
+
+# %% ../../nbs/widgets/61_widgets.ipynb #4af53055
+def static_bundle(widget, html:str, text:str|None=None, **kw) -> dict:
+    "`widget`'s mimebundle plus `html`, a static copy of what it shows (and `text` as its `text/plain`)."
+    bundle = dict(widget._repr_mimebundle_(**kw) or {})
+    bundle['text/html'] = html
+    if text is not None: bundle['text/plain'] = text
+    return bundle
 
 # %% ../../nbs/widgets/61_widgets.ipynb #1bc4441b
 class StepThrough:
@@ -107,7 +115,11 @@ class StepThrough:
         "Jump to the newest step (keeping the phase); when following, new steps are shown again as they arrive."
         return self.goto(len(self.trace) - 1, self.phase)
 
-    def _repr_mimebundle_(self, **kw): return self.widget._repr_mimebundle_(**kw)
+    def _repr_mimebundle_(self, **kw): return static_bundle(self.widget, self.static_html(), repr(self), **kw)
+    def static_html(self) -> str:
+        "What a view without a kernel shows: the current position's cards, and where it is in the trace."
+        where = f"step {self.step + 1} of {len(self.trace)}, phase {self.phase}" if len(self.trace) else 'no steps'
+        return f"<div class='pllm-static'><p><i>{where} (run the notebook to step through)</i></p>{self.html}</div>"
     def __repr__(self): return f"StepThrough({len(self.trace)} steps, at step {self.step}, phase {self.phase})"
 
 # %% ../../nbs/widgets/61_widgets.ipynb #dcaae1cf
@@ -148,7 +160,7 @@ class TreeView:
         self.widget = self.view
     @property
     def html(self) -> str: return self.view.value
-    def _repr_mimebundle_(self, **kw): return self.widget._repr_mimebundle_(**kw)
+    def _repr_mimebundle_(self, **kw): return static_bundle(self.widget, self.html, **kw)
 
 # %% ../../nbs/widgets/61_widgets.ipynb #4e210da4
 def render_groups(groups:list, max_groups:int=50) -> str:
@@ -174,7 +186,7 @@ class GroupInspector:
         self.widget = self.view
     @property
     def html(self) -> str: return self.view.value
-    def _repr_mimebundle_(self, **kw): return self.widget._repr_mimebundle_(**kw)
+    def _repr_mimebundle_(self, **kw): return static_bundle(self.widget, self.html, **kw)
 
 # %% ../../nbs/widgets/61_widgets.ipynb #cd7fd183
 class HumanTextPolicy(HumanPolicy):
@@ -200,7 +212,7 @@ class HumanTextPolicy(HumanPolicy):
             raise TimeoutError(f"no answer submitted for {request.role!r} (turn {request.turn_idx}) within {self.timeout}s; "
                                "in a notebook, run the rollout in a background thread so the kernel can receive the click") from None
 
-    def _repr_mimebundle_(self, **kw): return self.widget._repr_mimebundle_(**kw)
+    def _repr_mimebundle_(self, **kw): return static_bundle(self.widget, self.prompt.value, **kw)
 
 def human_widget(timeout:float|None=None) -> HumanTextPolicy:
     "A text-box human policy (see `HumanTextPolicy`)."
@@ -251,4 +263,5 @@ class TrainingDashboard:
 
     @property
     def html(self) -> str: return self.view.value
-    def _repr_mimebundle_(self, **kw): return self.widget._repr_mimebundle_(**kw)
+    def _repr_mimebundle_(self, **kw):
+        return static_bundle(self.widget, f"<div class='pllm-static'><p>{self.status.value}</p>{self.html}</div>", **kw)
