@@ -11,6 +11,7 @@ from ...core.env import Env
 from ...core.registry import register_env
 from .state import GAMES, ALIASES, PARAM_ALIASES, IGNORED_PARAMS, Game, StatefulState
 from .prompts import PROMPT_STYLES
+from .tools import TOOLKITS, ToolState
 from .render import stateful_card   # importing it registers the state's card
 
 _log = logging.getLogger(__name__)
@@ -35,6 +36,22 @@ def _game_params(name:str, params:dict) -> dict:
                          f"allowed: {sorted(game.defaults)}")
     return {**game.defaults, **{k: v for k, v in params.items() if v is not None}}
 
+# %% ../../../nbs/envs/stateful/26_env.ipynb #619904f1
+def _toolkit(benchmark:str, toolkit, max_plays):
+    "The `Toolkit` a game is played with (None: the plain game), with the plays budget checked."
+    if toolkit is None:
+        if max_plays is not None:
+            raise ValueError(f"StatefulEnv: max_plays={max_plays!r} needs a toolkit (a play is an answer that is not a "
+                             f"tool call); allowed toolkits: {sorted(TOOLKITS)}")
+        return None
+    if toolkit not in TOOLKITS:
+        raise ValueError(f"StatefulEnv: toolkit={toolkit!r}; allowed: {sorted(TOOLKITS)} or None")
+    if benchmark not in TOOLKITS[toolkit].games:
+        raise ValueError(f"StatefulEnv: toolkit {toolkit!r} plays {list(TOOLKITS[toolkit].games)}, not {benchmark!r}")
+    if max_plays is not None and (not isinstance(max_plays, int) or isinstance(max_plays, bool) or max_plays < 1):
+        raise ValueError(f"StatefulEnv: max_plays={max_plays!r}; expected an integer >= 1 or None (one play a turn)")
+    return TOOLKITS[toolkit]
+
 # %% ../../../nbs/envs/stateful/26_env.ipynb #690f128b
 @register_env("stateful_env")
 class StatefulEnv(Env):
@@ -43,22 +60,33 @@ class StatefulEnv(Env):
     default_max_turns = 4
     default_turn_order = ['tool_call_agent', 'plan_agent']
 
-    def __init__(self, benchmark:str='plan_path', max_turns:int|None=None, prompt_style:str='full', **params):
+    def __init__(self, benchmark:str='plan_path', max_turns:int|None=None, prompt_style:str='full',
+                 toolkit:str|None=None,        # board functions for the tool agent's programs (`tools.TOOLKITS`)
+                 max_plays:int|None=None,      # with a toolkit: answers that are not tool calls (None: no cap)
+                 **params):
         if prompt_style not in PROMPT_STYLES:
             raise ValueError(f"StatefulEnv: prompt_style={prompt_style!r}; allowed: {list(PROMPT_STYLES)}")
         name = ALIASES.get(benchmark, benchmark)
         if name not in GAMES:
             raise ValueError(f"StatefulEnv: benchmark={benchmark!r}; allowed: {sorted(GAMES)} (or the alias 'suduku')")
         self.benchmark, self.prompt_style = name, prompt_style
+        self.toolkit, self.max_plays = _toolkit(name, toolkit, max_plays), max_plays
+        if self.toolkit is not None: self.state_cls = ToolState
         self.params = _game_params(name, params)
         self.game.check(**{k: self.params[k] for k in self.game.defaults})
-        super().__init__(max_turns=max_turns, benchmark=name, prompt_style=prompt_style, **self.params)
+        tools = {'toolkit': toolkit, 'max_plays': max_plays} if toolkit is not None else {}
+        super().__init__(max_turns=max_turns, benchmark=name, prompt_style=prompt_style, **tools, **self.params)
 
     @property
     def game(self) -> Game: return GAMES[self.benchmark]
     def make_state(self, rng:random.Random) -> StatefulState:
-        return StatefulState(benchmark=self.benchmark, game=self.game.generate(rng, **self.params))
+        game = self.game.generate(rng, **self.params)
+        if self.toolkit is None: return StatefulState(benchmark=self.benchmark, game=game)
+        return ToolState(benchmark=self.benchmark, game=game, toolkit=self.toolkit.name, max_plays=self.max_plays)
     def is_success(self) -> bool: return bool(self.state.game.solved)
-    def is_terminal(self) -> bool: return bool(self.game.terminal(self.state.game))
+    def is_terminal(self) -> bool:
+        spent = self.toolkit is not None and self.max_plays is not None and self.state.plays >= self.max_plays
+        return bool(self.game.terminal(self.state.game)) or spent
     def problem_key(self) -> str:
-        return f"{self.benchmark}/{','.join(f'{k}={v}' for k, v in sorted(self.params.items()))}/seed={self.seed}"
+        name = self.benchmark + (f"+{self.toolkit.name}" if self.toolkit is not None else '')
+        return f"{name}/{','.join(f'{k}={v}' for k, v in sorted(self.params.items()))}/seed={self.seed}"
