@@ -30,25 +30,37 @@ class _MovedModules(_abc.MetaPathFinder, _abc.Loader):
 
 if not any(isinstance(f, _MovedModules) for f in _sys.meta_path): _sys.meta_path.insert(0, _MovedModules())
 
-_PUBLIC = {
+_PUBLIC = {   # name -> 'module' (the same name there) or 'module:attribute'
     'EnvState': 'core.state', 'Env': 'core.env', 'Agent': 'core.agent', 'AgentData': 'core.agent',
+    'take_turn': 'core.agent', 'atake_turn': 'core.agent',
     'FormatError': 'core.parsing', 'RewardSpec': 'core.rewards',
     'registry': 'core.registry', 'make_env': 'core.registry', 'make_agent': 'core.registry',
     'register_env': 'core.registry', 'register_agent': 'core.registry', 'register_worker': 'core.registry',
-    'register_policy': 'core.registry',
+    'register_policy': 'core.registry', 'register_scripted': 'core.registry',
     'load_config': 'core.config',
     'Request': 'engine.policies', 'Completion': 'engine.policies', 'Policy': 'engine.policies',
     'ScriptedPolicy': 'engine.policies', 'ReplayPolicy': 'engine.policies', 'HumanPolicy': 'engine.policies',
     'Trace': 'engine.trace', 'Step': 'engine.trace',
     'rollout': 'engine.rollout', 'arollout': 'engine.rollout',
     'check_env': 'engine.check_env',
-    'run_code': 'sandbox',
+    'grpo': 'training.advantages', 'at_grpo': 'training.advantages', 'Trainer': 'training.trainer',
+    'tiny_model': 'models.tiny',
+    'StepThrough': 'widgets.stepthrough', 'TreeView': 'widgets.stepthrough', 'GroupInspector': 'widgets.stepthrough',
+    'run_code': 'sandbox', 'run_program': 'sandbox',
+    'check_answer': 'envs.math.checker',
+    # each environment's scripted policies, under names that say whose they are (the functions the environment
+    # registered: `registry.scripted(env, 'oracle')` is the same object)
+    'stateful_oracle': 'envs.stateful:oracle_policy', 'stateful_random': 'envs.stateful:random_policy',
+    'math_oracle': 'envs.math:oracle_policy', 'math_random': 'envs.math:random_policy',
+    'code_oracle': 'envs.code:oracle_policy', 'code_refine': 'envs.code:refine_policy',
+    'toy_oracle': 'envs.toy:oracle_policy', 'toy_random': 'envs.toy:random_policy',
 }
 __all__ = sorted(_PUBLIC)
 
 def __getattr__(name):
     if name in _PUBLIC:
-        value = getattr(_importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+        module, _, attr = _PUBLIC[name].partition(':')
+        value = getattr(_importlib.import_module(f"{__name__}.{module}"), attr or name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'pettingllms_nb' has no attribute {name!r}")

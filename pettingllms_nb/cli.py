@@ -1,4 +1,4 @@
-"""`pettingllms-nb registry | check-env | rollout | demo`: the notebook's functions, from a shell.
+"""`pettingllms-nb registry | presets | config | check-env | rollout | train | eval | retrieval-server | demo`: the notebook's functions, from a shell.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/cli.html.md"""
 
@@ -6,11 +6,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/cli.html.md"""
 
 # %% ../nbs/cli/40_cli.ipynb #97d3badb
 from __future__ import annotations
-import argparse, json, logging, sys
+import argparse, difflib, json, logging, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['build_parser', 'main']
+__all__ = ['scripted_policy', 'build_parser', 'main']
 
 # %% ../nbs/cli/40_cli.ipynb #b9da3392
 def _cmd_registry(args):
@@ -34,13 +34,50 @@ def _kv(pairs) -> dict:
         out[k] = yaml.safe_load(v)
     return out
 
+# %% ../nbs/cli/40_cli.ipynb #b1c2d3e4
+def _cmd_presets(args):
+    from pettingllms_nb.core.config import describe_presets
+    d = describe_presets()
+    w = max(map(len, d), default=0)
+    for name, text in d.items(): print(f"{name.ljust(w)}  {text or '(no description: add a description: line)'}")
+    return 0
+
+def _cmd_config(args):
+    from pettingllms_nb.core.config import load_config
+    print(load_config(args.config, overrides=args.overrides).to_yaml(), end='')
+    return 0
+
+# %% ../nbs/cli/40_cli.ipynb #7c8d9e0f
+def scripted_policy(cfg, name:str):
+    "The model-free policy `name` for `cfg`'s environment: one it registered, else one of the demo's systems."
+    from pettingllms_nb.core.registry import registry, RegistryError, UnavailableError
+    env = cfg.env.name
+    try: return registry.scripted(env, name)
+    except UnavailableError: raise
+    except RegistryError:
+        if env == 'stateful_env':
+            from pettingllms_nb.demo import SYSTEMS
+            if name in SYSTEMS: return SYSTEMS[name]()
+        own = sorted(n.split('.', 1)[1] for n in registry.names('scripted') if n.startswith(env + '.'))
+        extra = ['two-agent scripted'] if env == 'stateful_env' else []
+        close = difflib.get_close_matches(name, own + extra, n=1)
+        raise RegistryError(f"--policy {name!r}: not a scripted policy of {env!r}; allowed values are {own + extra}"
+                            + (f"; did you mean {close[0]!r}?" if close else '')) from None
+
 # %% ../nbs/cli/40_cli.ipynb #c8dc315a
+def _renamed_option(args, new:str, old:str):
+    "The value of option `--new`, or of its deprecated old spelling `old` (with a warning on stderr)."
+    dest, old_dest = new.replace('-', '_'), 'old_' + old.lstrip('-')
+    if getattr(args, old_dest, None) is None: return getattr(args, dest)
+    print(f"pettingllms-nb {args.cmd}: {old} is deprecated; use --{new} {getattr(args, old_dest)}", file=sys.stderr)
+    return getattr(args, old_dest)
+
 def _cmd_rollout(args):
     from pettingllms_nb.core.config import load_config
     from pettingllms_nb.engine.rollout import rollout
-    from pettingllms_nb.demo import SYSTEMS
     cfg = load_config(args.config, overrides=args.overrides)
-    t = rollout(cfg, SYSTEMS[args.policy](), mode=args.mode, n=args.n, seeds=range(args.seeds), progress=True)
+    t = rollout(cfg, scripted_policy(cfg, args.policy), mode=args.mode, sample_num=_renamed_option(args, 'sample-num', '-n'),
+                seeds=range(args.seeds), progress=True)
     print(repr(t))
     if args.out: print(f"trace saved to {t.save(args.out)}")
     return 0
@@ -48,10 +85,10 @@ def _cmd_rollout(args):
 def _cmd_train(args):
     from pettingllms_nb.training.trainer import Trainer, plot_metrics
     tr = Trainer(args.config, args.overrides, out_dir=args.out, resume=args.resume)
-    hist = tr.fit()
-    plot_metrics(hist, tr.out / 'curves.png', title=tr.cfg.training.experiment_name)
-    last = {k: v for k, v in hist[-1].items() if k.startswith('val/') or k == 'step'}
-    print(json.dumps(last, indent=1)); print(f"metrics: {tr.out/'metrics.jsonl'}  curves: {tr.out/'curves.png'}  checkpoints: {tr.ckpt_dir}")
+    result = tr.fit()
+    plot_metrics(result, tr.out / 'curves.png', title=tr.cfg.training.experiment_name)
+    print(json.dumps({k: v for k, v in result.final.items() if k.startswith('val/') or k == 'step'}, indent=1))
+    print(f"metrics: {result.metrics_path}  curves: {tr.out/'curves.png'}  checkpoint: {result.checkpoint}")
     return 0
 
 def _cmd_eval(args):
@@ -59,8 +96,13 @@ def _cmd_eval(args):
     tr = Trainer(args.config, args.overrides, out_dir=args.out)
     if args.checkpoint: tr.load_checkpoint(args.checkpoint)
     seeds = range(args.seed_start, args.seed_start + args.seeds) if args.seeds else None
-    m = tr.evaluate(seeds=seeds, k=args.k, temperature=args.temperature)
+    m = tr.evaluate(seeds=seeds, sample_num=_renamed_option(args, 'sample-num', '-k'), temperature=args.temperature)
     print(json.dumps(m, indent=1))
+    return 0
+
+def _cmd_retrieval_server(args):
+    from pettingllms_nb.envs.search.retrieval import run_server
+    run_server(args.index, backend=args.backend, host=args.host, port=args.port, topk=args.topk)
     return 0
 
 def _cmd_demo(args):
@@ -71,17 +113,25 @@ def _cmd_demo(args):
 
 # %% ../nbs/cli/40_cli.ipynb #cea470a7
 def build_parser() -> argparse.ArgumentParser:
+    from pettingllms_nb.core.config import EVAL_SEED_BASE
+    from pettingllms_nb.engine.rollout import MODES
     p = argparse.ArgumentParser(prog="pettingllms-nb", description="Multi-agent RL with LLMs (pettingllms-nb)")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("registry", help="list environments, agents, workers and policies"); s.set_defaults(fn=_cmd_registry)
+    s = sub.add_parser("presets", help="list the presets, one line each"); s.set_defaults(fn=_cmd_presets)
+    s = sub.add_parser("config", help="print a preset or YAML config fully merged, with overrides applied")
+    s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
+    s.set_defaults(fn=_cmd_config)
     s = sub.add_parser("check-env", help="run the environment conformance checker")
     s.add_argument("name", help="environment or preset name"); s.add_argument("kwargs", nargs="*", help="env kwargs key=value")
     s.add_argument("--seeds", type=int, default=4); s.set_defaults(fn=_cmd_check_env)
     s = sub.add_parser("rollout", help="roll out a preset with a model-free policy and save the trace")
     s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
-    s.add_argument("--policy", default="oracle", choices=["oracle", "random", "two-agent scripted"])
-    s.add_argument("--mode", default="independent", choices=["independent", "tree"]); s.add_argument("-n", type=int, default=1)
+    s.add_argument("--policy", default="oracle", help="a scripted policy the environment registered (oracle, random, ...)")
+    s.add_argument("--mode", default="independent", choices=MODES)
+    s.add_argument("--sample-num", type=int, default=1, help="samples per problem: rollouts, or tree branches per turn")
+    s.add_argument("-n", type=int, default=None, dest="old_n", help=argparse.SUPPRESS)   # old spelling of --sample-num
     s.add_argument("--seeds", type=int, default=10); s.add_argument("--out", default=None, help="JSONL path for the trace")
     s.set_defaults(fn=_cmd_rollout)
     s = sub.add_parser("train", help="train the agents of a preset or YAML config (AT-GRPO by default)")
@@ -93,8 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("config"); s.add_argument("overrides", nargs="*")
     s.add_argument("--checkpoint", default=None, help="a checkpoint directory written by train")
     s.add_argument("--out", default=None); s.add_argument("--seeds", type=int, default=0, help="number of seeds (default: the validation seeds)")
-    s.add_argument("--seed-start", type=int, default=3_000_000); s.add_argument("-k", type=int, default=None, help="samples per problem (avg@k, pass@k)")
+    s.add_argument("--seed-start", type=int, default=EVAL_SEED_BASE, help="first seed when --seeds is given")
+    s.add_argument("--sample-num", type=int, default=None,
+                   help="samples per problem (avg@k, pass@k; default: training.validate_sample_num)")
+    s.add_argument("-k", type=int, default=None, dest="old_k", help=argparse.SUPPRESS)   # old spelling of --sample-num
     s.add_argument("--temperature", type=float, default=None); s.set_defaults(fn=_cmd_eval)
+    s = sub.add_parser("retrieval-server", help="serve a search index over HTTP (POST /retrieve, Search-R1 and single-query dialects)")
+    s.add_argument("index", help="generated[:SEED], a built .sqlite index, or a JSON-lines corpus ({id, contents} or {id, title, text})")
+    s.add_argument("--backend", default="fts5", choices=["fts5", "bm25s", "scan"]); s.add_argument("--topk", type=int, default=3)
+    s.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)"); s.add_argument("--port", type=int, default=8000)
+    s.set_defaults(fn=_cmd_retrieval_server)
     s = sub.add_parser("demo", help="the CPU demo: success rates per game, a table and a plot")
     s.add_argument("--out", default="outputs/demo"); s.add_argument("--seeds", type=int, default=100)
     s.add_argument("--steps", type=int, default=80, help="training steps per trained row")
@@ -105,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     "Entry point of the `pettingllms-nb` command."
+    from pettingllms_nb.core.config import ConfigError
+    from pettingllms_nb.core.registry import RegistryError
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    return args.fn(args)
+    try: return args.fn(args)
+    except (ConfigError, RegistryError) as e:           # a mistake in what was asked for: the message, not a traceback
+        print(f"pettingllms-nb {args.cmd}: {e}", file=sys.stderr)
+        return 2

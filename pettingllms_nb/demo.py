@@ -8,16 +8,16 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/demo.html.md"""
 from __future__ import annotations
 import json, logging, random, time
 from pathlib import Path
-from .core.config import load_config
+from .core.config import load_config, DEMO_SEED_BASE   # far from training and validation seeds
 from .engine.rollout import rollout
 from .envs.stateful import game_from_prompt, oracle_policy, random_policy, respond, STATE_LABEL
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_SEED_BASE', 'ROWS',
-           'SYSTEMS_TRAINED', 'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors',
-           'run_training', 'run_demo']
+__all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'ROWS', 'SYSTEMS_TRAINED',
+           'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors', 'run_training',
+           'run_demo']
 
 # %% ../nbs/cli/41_demo.ipynb #6f08ad2f
 _PROGRAM_HEAD = "import json\nstate = json.loads(__STATE__)\n"
@@ -104,8 +104,6 @@ SYSTEMS = {
 GAMES = {'plan_path': 'stateful_plan_path', 'sudoku': 'stateful_sudoku', 'sokoban': 'stateful_sokoban'}
 
 # %% ../nbs/cli/41_demo.ipynb #a3ba8cd1
-DEMO_SEED_BASE = 2_000_000   # far from training and validation seeds
-
 def evaluate_system(preset:str, system:str, seeds) -> dict:
     "Success rate and per-agent mean reward of a scripted `system` on `preset` over `seeds`."
     t0 = time.perf_counter()
@@ -177,7 +175,7 @@ def _run_rows(jobs:list, workers:int, progress:bool, threads:int) -> list:
         futs = [ex.submit(run_row, *j, progress=False, threads=threads) for j in order]
         done = []
         for f in tqdm(as_completed(futs), total=len(futs), desc=f"demo rows ({workers} processes)", disable=not progress):
-            done.append(f.result()); log.info("%s: %s", done[-1][0], done[-1][1]['success_rate'])
+            done.append(f.result()); _log.info("%s: %s", done[-1][0], done[-1][1]['success_rate'])
     return done
 
 def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=80, quick:bool=False, threads:int=1,

@@ -4,7 +4,7 @@
 # Before the main pytest run, tests/vllm runs in .venv-vllm (built by scripts/vllm-venv.sh); SKIP_VLLM=1 skips it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/venv.sh "${EXTRAS:-dev,train,openai,math,data}"
+source scripts/venv.sh "${EXTRAS:-dev,train,openai,math,data,search}"
 flags=""
 [ "${SMOKE:-0}" = "1" ] || flags="slow"
 echo "[test] notebooks: nbs/" >&2

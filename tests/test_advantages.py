@@ -6,9 +6,7 @@ from pettingllms_nb.training.advantages import (grpo, at_grpo, grpo_key, at_grpo
 from pettingllms_nb.core.rewards import RewardSpec, local, team, process
 from pettingllms_nb.engine.trace import Step, Trace
 from pettingllms_nb.engine.rollout import rollout
-import toyworld
-
-toyworld.register()
+from pettingllms_nb.envs.toy import Scout, Runner, scout_truth, runner_trust
 
 
 def mk(uid, turn=0, agent='a', reward=0.0, rollout_idx=0, sample=0, parent=None, terms=None):
@@ -167,12 +165,12 @@ def test_non_finite_reward_names_the_step():
 # ---------------------------------------------------------------------------------------------------- real traces
 def guess(req, rng): return f"#### [{rng.randint(0, 9)}]"
 def noisy_trust(req, rng):
-    h = req.text.split('hint ')[1]
+    h = req.text.split('hint ')[1].split(':')[0]
     return f"#### [{(int(h) if h != 'None' else 0) + rng.choice([-1, 0, 0])}]"
 
 
 def test_at_grpo_on_a_tree_trace_matches_the_samplers_groups():
-    t = rollout('toy_relay', {'scout': guess, 'runner': noisy_trust}, mode='tree', n=4, seeds=range(6), max_turns=3)
+    t = rollout('toy_relay', {'scout': guess, 'runner': noisy_trust}, mode='tree', sample_num=4, seeds=range(6), max_turns=3)
     adv = at_grpo(t)
     assert is_tree(t) and adv.stats.steps == len(t)
     assert adv.stats.groups == len(t.groups()) and all(g.size == 4 for g in adv.groups)
@@ -192,7 +190,7 @@ def test_at_grpo_on_a_tree_trace_matches_the_samplers_groups():
 
 
 def test_at_grpo_on_independent_rollouts_groups_the_n_rollouts():
-    t = rollout('toy_relay', {'scout': guess, 'runner': noisy_trust}, n=4, seeds=range(5), max_turns=3)
+    t = rollout('toy_relay', {'scout': guess, 'runner': noisy_trust}, sample_num=4, seeds=range(5), max_turns=3)
     assert not is_tree(t)
     adv = at_grpo(t)
     sizes = []
@@ -206,8 +204,8 @@ def test_at_grpo_on_independent_rollouts_groups_the_n_rollouts():
 
 
 def test_reward_fn_remixes_terms():
-    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': noisy_trust}, mode='tree', n=3, seeds=range(4))
-    kinds = {**{x.name: x.kind for x in toyworld.Scout.reward_spec.terms}, **{x.name: x.kind for x in toyworld.Runner.reward_spec.terms}}
+    t = rollout('toy_relay', {'scout': scout_truth, 'runner': noisy_trust}, mode='tree', sample_num=3, seeds=range(4))
+    kinds = {**{x.name: x.kind for x in Scout.reward_spec.terms}, **{x.name: x.kind for x in Runner.reward_spec.terms}}
     same = at_grpo(t, reward_fn=terms_reward(kinds, alpha=1.0))
     assert same == at_grpo(t)                                     # the engine's mix, recomputed
     no_team = at_grpo(t, reward_fn=terms_reward(kinds, alpha=0.0), normalize_std=False)

@@ -1,5 +1,5 @@
 "code_env plumbing: the generate → test → refine cycle on the shipped problems, rewards, hacks, ground-truth secrecy, invalid tests, infrastructure errors."
-import asyncio, json
+import asyncio, hashlib, json
 import pytest
 from pettingllms_nb.core.registry import make_env, registry
 from pettingllms_nb.engine.rollout import rollout
@@ -10,6 +10,7 @@ from pettingllms_nb.envs.code import (CodeEnv, CodeGenerator, TestGenerator as T
                                       HACKS, tests_reply as make_tests, code_reply, wrong_program)
 from pettingllms_nb.envs.code.data import load_code_problems
 from pettingllms_nb.envs.code.judge import judge_test, parse_tests, RESULT_MARK
+from envparts import check_all_names, check_reexports, fresh_registry
 
 
 @pytest.fixture(scope='module')
@@ -124,6 +125,35 @@ def test_infrastructure_errors_are_counted_not_zero(shipped):
     assert env.state.infra_errors == len(p['public_tests']) + min(len(p['hidden_tests']), env.max_gt_tests)
     assert env.state.gt_verdicts and set(env.state.gt_verdicts) == {'IE'}
     assert env.state.hidden_pass_rate is None and not env.success
+    assert env.state.gt_pass_rate is None                              # unknown, not zero
+    assert coder.infra_error == f"the sandbox failed on {env.state.infra_errors} run(s) of this step"
+
+
+def test_a_worker_that_raises_never_escapes_a_rollout(shipped):
+    "Every program run goes through one guard: an exception from the worker is an IE verdict, and the steps are marked."
+    class Raising:
+        async def run(self, code, stdin='', expected=None, **kw): raise OSError("no sandbox slot")
+    tr = rollout('code_env', oracle_policy, seeds=[0, 8], max_turns=1, worker=Raising())
+    assert len(tr.episodes) == 2 and not any(e.success for e in tr.episodes)
+    for s in tr.steps:
+        assert s.infra_error and set(s.state_after['gt_verdicts']) == {'IE'} and s.state_after['gt_pass_rate'] is None
+    testers = [s for s in tr.steps if s.agent == 'test_generator']
+    assert testers and all({r['verdict'] for r in s.state_after['test_results']} == {'IE'} for s in testers)
+    ok = rollout('code_env', oracle_policy, seeds=[0])
+    assert all(s.infra_error is None for s in ok.steps)
+
+
+def test_the_package_exports_every_part_and_registers_the_card():
+    import pettingllms_nb.envs.code as pkg
+    from pettingllms_nb.widgets.render import render_state
+    before = ('CODER_INTRO', 'CODER_REWARDS', 'CodeEnv', 'CodeGenerator', 'CodeSingleAgent', 'CodeState',
+              'GroundTruth', 'HACKS', 'MAX_CODE_CHARS', 'REWARD_TESTS', 'TESTER_INTRO', 'TESTER_REWARDS',
+              'TestGenerator', 'code_reply', 'code_scores', 'hack_policy', 'oracle_policy', 'refine_policy',
+              'run_ground_truth', 'tests_reply', 'wrong_program')
+    check_reexports('code', before)   # every name `envs.code.env` exported before the split, from its part
+    assert "data-state='CodeState'><div class='pllm-code-state'>" in render_state(pkg.CodeState(problem='p'))
+    assert registry.scripted('code_env', 'oracle') is oracle_policy
+    assert registry.scripted('code_env', 'refine') is refine_policy
 
 
 def test_leetcode_solution_class_and_parse():
@@ -168,3 +198,30 @@ def test_presets_run_the_workflow():
     assert [(e.success, e.turns) for e in tr.episodes] == [(True, 1)]
     gpu = load_config('gpu_code_qwen3_1.7b_lora')
     assert (gpu.env.dataset, gpu.env.split, gpu.specialization, gpu.training.lr) == ('codecontests', 'train', 'lora', 5e-6)
+
+
+# Pinned when code_env was split into its parts (state, render, prompts, env, agents, oracle): every prompt of seeded
+# rollouts (both styles, the coder's and the tester's later turns, the single agent), byte for byte.
+PINNED = {'exit': 'e2a84d34eca0b615bbe4f55bf2b09f8bddb6c78d47d04ab11ce7af17a594f7d0',
+          'single': '89906cf603edb789bb45af0f63de802c50e6d979c01c3401060b15dc4aa67b9a'}
+
+def test_prompts_are_pinned():
+    runs = {'exit': rollout('code_env', hack_policy('exit'), seeds=[0, 8, 13], max_turns=2),
+            'single': rollout('code_env', oracle_policy, seeds=[0, 8], turn_order=['code_single_agent'])}
+    for name, tr in runs.items():
+        got = [(s.agent, s.turn_idx, s.prompt) for s in tr.steps]
+        assert hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest() == PINNED[name], name
+    assert [s.turn_idx for s in runs['exit'].steps] == [0] * 6 + [1] * 6
+
+
+def test_no_log_and_no_method_names_in_any_all():
+    check_all_names('code')
+
+
+def test_the_registry_imports_every_registering_module():
+    "In a fresh interpreter the registry finds the env, its agents, its scripted policies and the state's card."
+    found = fresh_registry('code_env', ('oracle', 'refine'))
+    assert found['env'] == 'pettingllms_nb.envs.code.env'
+    assert found['agents'] == ['code_generator', 'code_single_agent', 'test_generator']
+    assert found['scripted'] == ['pettingllms_nb.envs.code.oracle'] * 2
+    assert found['card'].startswith("<div class='pllm-state' data-state='CodeState'><div class='pllm-code-state")

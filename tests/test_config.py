@@ -16,6 +16,7 @@ PRESETS = ['gpu_plan_path_qwen3_1.7b', 'gpu_plan_path_qwen3_1.7b_lora', 'gpu_sok
            'stateful_sokoban_single', 'stateful_sudoku', 'stateful_sudoku_single',
            'tiny_plan_path', 'tiny_plan_path_lora', 'tiny_plan_path_single', 'tiny_sokoban', 'tiny_sudoku']
 CODE_PRESETS = ['code_env', 'code_env_single', 'gpu_code_qwen3_1.7b_lora']   # checked in test_code_env.py
+SEARCH_PRESETS = ['gpu_search_qwen3_1.7b_lora', 'search_env', 'search_env_single', 'tiny_search']   # checked in test_search_env.py
 
 
 class StandInEnv(Env):
@@ -46,7 +47,7 @@ def errors(reg, overrides, preset='stateful_plan_path'):
 # -- presets -----------------------------------------------------------------------------------
 
 def test_list_presets():
-    assert list_presets() == sorted(PRESETS + CODE_PRESETS)
+    assert list_presets() == sorted(PRESETS + CODE_PRESETS + SEARCH_PRESETS)
 
 
 @pytest.mark.parametrize('name', PRESETS)

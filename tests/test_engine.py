@@ -5,9 +5,7 @@ from pettingllms_nb.engine.rollout import rollout, arollout
 from pettingllms_nb.engine.policies import ScriptedPolicy, ReplayPolicy, Request, Completion, Policy
 from pettingllms_nb.engine.trace import Trace
 from pettingllms_nb.engine.check_env import check_env
-import toyworld
-
-toyworld.register()
+from pettingllms_nb.envs.toy import Scout, Runner, scout_truth, runner_trust
 ROLES = ['scout', 'runner']
 
 
@@ -15,7 +13,7 @@ def guess(req, rng): return f"#### [{rng.randint(0, 9)}]"
 
 
 def tree(n=4, seeds=range(6), **kw):
-    return rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, mode='tree', n=n, seeds=seeds, **kw)
+    return rollout('toy_relay', {'scout': guess, 'runner': runner_trust}, mode='tree', sample_num=n, seeds=seeds, **kw)
 
 
 def test_tree_groups_have_n_members_sharing_one_parent():
@@ -63,7 +61,7 @@ def test_branch_rewards_differ_when_actions_differ():
 
 def test_no_group_mixes_problems_turns_or_agents():
     for mode, n in (('tree', 3), ('independent', 3)):
-        t = rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, mode=mode, n=n, seeds=range(12), max_turns=3)
+        t = rollout('toy_relay', {'scout': guess, 'runner': runner_trust}, mode=mode, sample_num=n, seeds=range(12), max_turns=3)
         for gid, steps in t.groups().items():
             assert len({s.problem_uid for s in steps}) == 1, gid
             assert len({s.turn_idx for s in steps}) == 1, gid
@@ -72,7 +70,7 @@ def test_no_group_mixes_problems_turns_or_agents():
 
 
 def test_independent_rollouts_are_separate_episodes():
-    t = rollout('toy_relay', {'scout': guess, 'runner': toyworld.trust}, n=4, seeds=range(3))
+    t = rollout('toy_relay', {'scout': guess, 'runner': runner_trust}, sample_num=4, seeds=range(3))
     assert len(t.episodes) == 12
     assert sorted({(e.problem_uid, e.rollout_idx) for e in t.episodes}).__len__() == 12
     assert all(s.selected for s in t)
@@ -80,14 +78,14 @@ def test_independent_rollouts_are_separate_episodes():
 
 @pytest.mark.parametrize('junk', ['', None, '<script>alert(1)</script>', '#### [[[[', 'x' * 100000, '\x00\xff', 42])
 def test_garbage_never_raises(junk):
-    t = rollout('toy_relay', lambda req: junk, mode='tree', n=2, seeds=[0, 1], max_turns=2)
+    t = rollout('toy_relay', lambda req: junk, mode='tree', sample_num=2, seeds=[0, 1], max_turns=2)
     assert all(s.format_error for s in t)
     assert all(math.isfinite(s.reward) for s in t)
     assert t.success_rate() == 0.0
 
 
 def test_success_stops_early_and_is_recorded():
-    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=range(10), max_turns=3)
+    t = rollout('toy_relay', {'scout': scout_truth, 'runner': runner_trust}, seeds=range(10), max_turns=3)
     assert t.success_rate() == 1.0
     assert all(e.turns == 1 and e.done for e in t.episodes)
     assert len(t) == 20
@@ -101,7 +99,7 @@ def test_rollouts_are_deterministic():
 def test_replay_reproduces_a_trace(tmp_path):
     t = tree(n=3, seeds=range(4))
     path = t.save(tmp_path / 'trace.jsonl')
-    r = rollout('toy_relay', ReplayPolicy(path), mode='tree', n=3, seeds=range(4))
+    r = rollout('toy_relay', ReplayPolicy(path), mode='tree', sample_num=3, seeds=range(4))
     assert [(s.id, s.completion, s.reward, s.selected) for s in r] == [(s.id, s.completion, s.reward, s.selected) for s in t]
 
 
@@ -113,12 +111,12 @@ def test_one_batch_per_agent_turn():
             calls.append((requests[0].role, len(requests), requests[0].n))
             return [[Completion('#### [1]')] * r.n for r in requests]
 
-    rollout('toy_relay', Counting(), mode='tree', n=4, seeds=range(5), max_turns=1)
+    rollout('toy_relay', Counting(), mode='tree', sample_num=4, seeds=range(5), max_turns=1)
     assert calls == [('scout', 5, 4), ('runner', 5, 4)]
 
 
 def test_simultaneous_schedule_builds_prompts_at_turn_start():
-    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=[0], max_turns=1, schedule='simultaneous')
+    t = rollout('toy_relay', {'scout': scout_truth, 'runner': runner_trust}, seeds=[0], max_turns=1, schedule='simultaneous')
     runner = t.filter(agent='runner')[0]
     assert 'hint None' in runner.prompt['text']
 
@@ -127,7 +125,7 @@ def test_wrong_policy_output_is_an_error():
     class Short(Policy):
         def generate(self, requests): return [[Completion('x')] for r in requests]
     with pytest.raises(RuntimeError, match='wrong number of completions'):
-        rollout('toy_relay', Short(), mode='tree', n=3, seeds=[0])
+        rollout('toy_relay', Short(), mode='tree', sample_num=3, seeds=[0])
 
 
 def test_toy_env_passes_check_env():
@@ -138,12 +136,12 @@ def test_toy_env_passes_check_env():
 def test_infra_error_reaches_the_step():
     "An agent that marks an infrastructure failure gets it on its trace step (the trainer leaves such steps out)."
     from pettingllms_nb.core.registry import registry
-    class FlakyRunner(toyworld.Runner):
+    class FlakyRunner(Runner):
         async def step(self, env, worker=None):
             self.infra_error = "sandbox down (test)"
     registry.add('agent', 'flaky_runner', FlakyRunner, env='toy_relay'); FlakyRunner.role = 'flaky_runner'
     try:
-        t = rollout('toy_relay', {'scout': toyworld.truth, 'flaky_runner': toyworld.trust}, seeds=[0], max_turns=2,
+        t = rollout('toy_relay', {'scout': scout_truth, 'flaky_runner': runner_trust}, seeds=[0], max_turns=2,
                     turn_order=['scout', 'flaky_runner'])
     finally: registry.entries['agent'].pop('flaky_runner')
     assert {s.agent: s.infra_error for s in t} == {'scout': None, 'flaky_runner': 'sandbox down (test)'}
@@ -153,9 +151,30 @@ def test_take_turn_is_what_the_engine_does():
     "take_turn plays one agent turn on an env exactly as a rollout step does (same state after, same reward)."
     from pettingllms_nb.core.agent import take_turn
     from pettingllms_nb.core.registry import make_env, make_agent
-    t = rollout('toy_relay', {'scout': toyworld.truth, 'runner': toyworld.trust}, seeds=[5], max_turns=1)
+    t = rollout('toy_relay', {'scout': scout_truth, 'runner': runner_trust}, seeds=[5], max_turns=1)
     env, scout = make_env('toy_relay'), make_agent('scout')
     env.reset(5)
     scout.update_from_env(env, 0)
     assert take_turn(scout, env, t[0].completion) == t[0].reward
     assert env.state.to_dict() == t[0].state_after
+
+
+def test_sample_num_is_the_one_name_and_n_still_works():
+    "Samples per problem is `sample_num`; the old `n=` gives the same rollouts, with a DeprecationWarning."
+    new = rollout('toy_relay', {'scout': guess, 'runner': runner_trust}, mode='tree', sample_num=3, seeds=range(3))
+    with pytest.warns(DeprecationWarning, match='use sample_num=3'):
+        old = rollout('toy_relay', {'scout': guess, 'runner': runner_trust}, mode='tree', n=3, seeds=range(3))
+    assert [(s.id, s.completion, s.reward) for s in old] == [(s.id, s.completion, s.reward) for s in new]
+    assert new.meta['sample_num'] == 3 and 'n' not in new.meta
+    with pytest.raises(TypeError, match='pass sample_num= only'):
+        rollout('toy_relay', runner_trust, sample_num=2, n=3)
+
+
+def test_allowed_values_have_one_home():
+    "The config checks rollout modes, schedules, selections and algorithms against the engine's own tuples."
+    from pettingllms_nb.core import config
+    from pettingllms_nb.engine import rollout as engine
+    from pettingllms_nb.training.advantages import ESTIMATORS
+    assert (config.MODES, config.SCHEDULES, config.SELECTS) == (engine.MODES, engine.SCHEDULES, engine.SELECTS)
+    assert config.ROLLOUT_MODES is engine.MODES and config.BRANCH_SELECTS is engine.SELECTS   # the old names
+    assert config.ALGORITHMS == tuple(ESTIMATORS)

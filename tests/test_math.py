@@ -2,7 +2,7 @@
 cases, answers in sentences, error text, the decimal rule, hedging, timeouts and pool recovery, the worker program run
 as a file, a scripted rollout where the tool agent's output reaches the reasoning agent, check_env, and the dataset
 loaders on small local files in each source's real schema (never the hub)."""
-import ast, json, os, re, subprocess, sys, time
+import ast, hashlib, json, os, re, subprocess, sys, time
 from types import SimpleNamespace
 import pytest
 
@@ -16,8 +16,10 @@ from pettingllms_nb.envs.math.data import decontaminate, load_original, load_pro
 from pettingllms_nb.envs.math import (MathEnv, MathSingleAgent, ReasoningGenerator, ToolGenerator, oracle_policy,
                                       random_policy, respond)
 from pettingllms_nb.engine.policies import run_sync
+from pettingllms_nb.core.agent import take_turn
 from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.engine.check_env import check_env
+from envparts import check_all_names, check_reexports, fresh_registry
 
 
 class EchoWorker:
@@ -327,6 +329,93 @@ def test_real_sandbox_runs_the_program():
     tool.update_from_model("```python\nprint(sum(int(d) for d in str(2**15)))\n```")
     run_sync(tool.step(env))
     assert (env.state.tool_verdict, env.state.tool_answer, env.state.tool_correct) == ('OK', '26', True)
+
+
+def test_an_infrastructure_failure_is_marked_never_scored():
+    "A worker that raises, or answers IE, marks the tool agent's step; the rollout goes on, no_answer is not charged."
+    class Raising:
+        async def run(self, code, stdin="", time_limit=None, **kw): raise OSError("no sandbox slot")
+    class Down:
+        async def run(self, code, stdin="", time_limit=None, **kw):
+            return SimpleNamespace(verdict='IE', stdout='', stderr='', message='launcher died')
+    for worker, why in ((Raising(), 'the execution worker failed: OSError: no sandbox slot'),
+                        (Down(), 'sandbox infrastructure error: launcher died')):
+        tr = rollout('math_env', oracle_policy, seeds=range(2), worker=worker, max_turns=1)
+        tools = [s for s in tr if s.agent == 'tool_generator']
+        assert tools and all(s.infra_error == why for s in tools)
+        assert all(s.reward_terms['no_answer'] == 0.0 and s.state_after['tool_verdict'] == 'IE' for s in tools)
+        assert all(s.state_after['tool_output'] == f"ERROR (IE):\n{why}" for s in tools)
+        assert all(s.infra_error is None for s in tr if s.agent == 'reasoning_generator')
+    env, tool = MathEnv(), ToolGenerator()
+    env.reset(11)
+    tool.update_from_env(env, 0)
+    take_turn(tool, env, respond('tool_generator', '5040'), EchoWorker())
+    assert tool.infra_error is None and env.state.tool_answer == '5040'
+
+def test_the_sandbox_names_are_the_sandbox_s_own():
+    "One run_program for every environment: math's verdict sets, size cap and default worker are aliases, not copies."
+    from pettingllms_nb.sandbox import program
+    import pettingllms_nb.envs.math as pkg
+    for name in ('OK_VERDICTS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'default_worker'):
+        assert getattr(pkg, name) is getattr(program, name), name
+    long = "```python\n" + "x = 1\n" * 4000 + "```"
+    tool = ToolGenerator()
+    assert tool.update_from_model(long) is None and 'too long' in tool.format_error
+
+def test_the_package_exports_every_part_and_registers_the_card():
+    import pettingllms_nb.envs.math as pkg
+    from pettingllms_nb.widgets.render import render_state
+    before = ('ANSWER_FORMAT', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathEnv', 'MathSingleAgent', 'MathState',
+              'OK_VERDICTS', 'REASONING_INTRO', 'REASONING_REWARDS', 'ReasoningGenerator', 'TOOL_INTRO',
+              'TOOL_REWARDS', 'ToolGenerator', 'default_worker', 'oracle_policy', 'parse_boxed_answer',
+              'random_policy', 'respond', 'tool_answer_of')
+    check_reexports('math', before)   # every name `envs.math.env` exported before the split, from its part
+    assert "data-state='MathState'><div class='pllm-math'>" in render_state(pkg.MathState(problem='1+1?'))
+
+def test_without_math_verify_the_loaders_env_and_card_still_work():
+    import subprocess, sys
+    code = ("import sys; sys.modules['math_verify'] = None\n"
+            "import pettingllms_nb.envs.math as m\n"
+            "from pettingllms_nb.envs.math.data import load_original\n"
+            "from pettingllms_nb.core.registry import registry, UnavailableError\n"
+            "assert len(load_original()) == 30 and m.MathEnv().reset(3).problem_id == '003'\n"
+            "assert 'pllm-math' in m.math_html(m.MathState()) and registry.get('env', 'math_env') is m.MathEnv\n"
+            "try: registry.get('agent', 'tool_generator')\n"
+            "except UnavailableError as e: print(e)\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    assert "needs math-verify" in out and "pettingllms-nb[math]" in out
+
+
+
+def test_no_log_and_no_method_names_in_any_all():
+    check_all_names('math')
+
+
+def test_the_registry_imports_every_registering_module():
+    "In a fresh interpreter the registry finds the env, its agents, its scripted policies and the state's card."
+    found = fresh_registry('math_env', ('oracle', 'random'))
+    assert found['env'] == 'pettingllms_nb.envs.math.env'
+    assert found['agents'] == ['math_single_agent', 'reasoning_generator', 'tool_generator']
+    assert found['scripted'] == ['pettingllms_nb.envs.math.oracle'] * 2
+    assert found['card'].startswith("<div class='pllm-state' data-state='MathState'><div class='pllm-math")
+
+
+# Pinned when math_env was split into its parts (state, env, prompts, agents, render, oracle): the prompts, actions
+# and reward terms of seeded rollouts, byte for byte. A change here is a change of behaviour, not a refactoring.
+PINNED = {'random': '8a6ed20adc6b15fe80b0bce6adb20fb9f27bc3e6810e96cc8a3bb87ce09bc82d',
+          'crash': '4ebf9240d66d134710a2ba18554b139616c6c33eacd15ad285da1bb5d8b20bfb',
+          'single': '028e34b96f511b06fd02ce27af3f0bb5fc3c73565001d23879d72578083d7060'}
+
+def _crash(request, rng):
+    "The tool agent's program always raises; the reasoning agent guesses."
+    return "```python\nraise ValueError(42)\n```" if request.role == 'tool_generator' else random_policy(request, rng)
+
+@pytest.mark.parametrize("name,policy,kw", [('random', random_policy, {}), ('crash', _crash, {'max_turns': 2}),
+                                            ('single', oracle_policy, {'turn_order': ['math_single_agent']})])
+def test_prompts_and_rollouts_are_pinned(name, policy, kw):
+    tr = rollout('math_env', policy, seeds=range(3), worker=EchoWorker(), **kw)
+    got = [(s.agent, s.turn_idx, s.prompt, s.action, s.reward_terms) for s in tr.steps]
+    assert hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest() == PINNED[name]
 
 
 # -- datasets -----------------------------------------------------------------------------------------------------

@@ -11,9 +11,7 @@ if find_spec("httpx") is None and find_spec("httpx2") is None:
 from pettingllms_nb.engine.policies import Request
 from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.models.openai import OpenAIPolicy, OpenAIServerError, chat_payload, parse_chat_response
-import toyworld
-
-toyworld.register()
+from pettingllms_nb.envs.toy import scout_truth, runner_trust
 KEY = "sk-topsecret-4242"
 
 
@@ -253,13 +251,13 @@ def _relay_reply(body, i):
     "The toy world's scout tells the truth and its runner trusts the hint, answered by the model named like the role."
     text = body["messages"][-1]["content"]
     req = SimpleNamespace(text=text)
-    return {"scout-m": toyworld.truth, "runner-m": toyworld.trust}[body["model"]](req)
+    return {"scout-m": scout_truth, "runner-m": runner_trust}[body["model"]](req)
 
 
 def test_rollout_of_the_toy_world_end_to_end(server):
     server.reply = _relay_reply
     pol = policy(server, model=None, models={"scout": "scout-m", "runner": "runner-m"}, return_token_ids=True)
-    trace = rollout("toy_relay", pol, mode="tree", n=3, seeds=range(4), sampling={"temperature": 1.0, "max_tokens": 16})
+    trace = rollout("toy_relay", pol, mode="tree", sample_num=3, seeds=range(4), sampling={"temperature": 1.0, "max_tokens": 16})
     assert len(trace.episodes) == 4 and all(e.success for e in trace.episodes)
     assert {s.agent for s in trace.steps} == {"scout", "runner"}
     assert all(len(g) == 3 for g in trace.groups().values())

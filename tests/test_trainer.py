@@ -125,6 +125,20 @@ def test_caching_worker_runs_each_program_once():
     assert (w.hits, w.misses) == (4, 2)
 
 
+def test_sample_num_names_samples_per_problem(tmp_path):
+    "collect/evaluate take `sample_num` (default: the config's train/validate_sample_num); old `n=`/`k=` still work."
+    tr = Trainer('tiny_plan_path_single', SMALL, out_dir=tmp_path, progress=False)
+    tree = tr.collect(seeds=[0])
+    assert tree.meta['sample_num'] == 2 and tree.meta['mode'] == 'tree'              # training.train_sample_num=2
+    assert tr.collect(seeds=[0], mode='independent', sample_num=3).meta['sample_num'] == 3
+    with pytest.warns(DeprecationWarning, match='use sample_num=3'):
+        assert tr.collect(seeds=[0], mode='independent', n=3).meta['sample_num'] == 3
+    new = tr.evaluate(seeds=[0, 1], sample_num=2, temperature=1.0)
+    with pytest.warns(DeprecationWarning, match='use sample_num=2'):
+        assert tr.evaluate(seeds=[0, 1], k=2, temperature=1.0).keys() == new.keys()
+    assert 'val/pass@k' in new and 'val/pass@k' not in tr.evaluate(seeds=[0, 1])   # validate_sample_num=1 by default
+
+
 def test_specialisation_levels_map_roles_to_units(tmp_path):
     "L1 one shared adapter; L2 one adapter per role on one model; L3 one model per role."
     l1 = Trainer('tiny_plan_path', SMALL, out_dir=tmp_path / 'l1', progress=False)
@@ -136,3 +150,15 @@ def test_specialisation_levels_map_roles_to_units(tmp_path):
                  out_dir=tmp_path / 'l3', progress=False)
     assert len({id(u.policy) for u in l3.units}) == 2 and all(len(u.roles) == 1 for u in l3.units)
     assert all(u.optimizer is not None and u.optimizer.param_groups[0]['params'] for u in l1.units + l2.units + l3.units)
+
+
+def test_fit_result_is_the_history_with_a_one_line_repr(tmp_path):
+    "fit() returns the metrics history (a list, as before) that shows itself in one line, with its files."
+    from pettingllms_nb.training.trainer import FitResult
+    hist = [{'step': i, 'train/success_rate': i / 400, **({'val/success_rate': 0.5} if i % 10 == 0 else {}),
+             **{f'agent_{k}/reward': 0.1 * k for k in range(40)}} for i in range(400)]
+    r = FitResult(hist, tmp_path, tmp_path / 'checkpoints' / 'step_000399')
+    assert r == hist and r[-1] is hist[-1] and r.final is hist[-1] and len(r) == 400
+    assert len(repr(r)) < 300 and 'val/success_rate=0.500' in repr(r) and 'step_000399' in repr(r)
+    assert len(repr(hist)) > 100_000                            # what a cell used to print
+    assert r.metrics_path == tmp_path / 'metrics.jsonl' and json.loads(json.dumps(r)) == hist

@@ -8,7 +8,7 @@ from pettingllms_nb.engine.policies import Request
 from pettingllms_nb.envs.stateful import oracle_policy, random_policy, StatefulState
 from pettingllms_nb.training.advantages import group_stats, at_grpo, at_grpo_key
 from pettingllms_nb.widgets.render import (PHASES, esc, render_state, render_diff, render_prompt, render_completion, render_action,
-                                           render_reward, render_step_card, render_phase, board_svg, changed, show)
+                                           render_reward, render_step_card, render_phase, board_svg, changed, show_html)
 from pettingllms_nb.widgets.stepthrough import (StepThrough, TreeView, GroupInspector, HumanTextPolicy, human_widget,
                                                 TrainingDashboard, render_tree, render_groups, sparkline)
 
@@ -18,7 +18,7 @@ EVIL = '<script>alert("x")</script>'
 def sudoku(): return rollout('stateful_sudoku', random_policy, seeds=[3])
 
 @pytest.fixture(scope='module')
-def tree(): return rollout('stateful_sudoku', random_policy, mode='tree', n=3, seeds=[0, 1], max_turns=2)
+def tree(): return rollout('stateful_sudoku', random_policy, mode='tree', sample_num=3, seeds=[0, 1], max_turns=2)
 
 def evil_trace():
     st = {'benchmark': 'sudoku', 'tool_code': EVIL, 'game': {'size': 4, 'puzzle': [[1, 0, 0, 0]] + [[0] * 4] * 3,
@@ -71,7 +71,9 @@ def test_step_parts(sudoku):
     with pytest.raises(ValueError, match='allowed'): render_step_card(s, 'think')
 
 def test_show_returns_html(sudoku):
-    assert 'pllm-card' in show(sudoku[0]).data and 'pllm-state' in show(sudoku.state_before(sudoku[0])).data
+    from pettingllms_nb.widgets import render
+    assert 'pllm-card' in show_html(sudoku[0]).data and 'pllm-state' in show_html(sudoku.state_before(sudoku[0])).data
+    assert render.show is show_html and 'show' not in render.__all__     # the old name still imports
 
 def test_script_escaped_in_every_view():
     tr = evil_trace()
@@ -206,9 +208,15 @@ def test_import_stays_light():
 # -- math and code states -----------------------------------------------------------------------------------------------
 
 from pettingllms_nb.engine.rollout import arollout
-from pettingllms_nb.envs.math import MathState
-from pettingllms_nb.widgets.render import (math_html, code_html, verdict_badge, flag_badge, badge, as_dict,
-                                           VERDICT_COLOURS)
+from pettingllms_nb.envs.math import MathState, math_html     # each environment draws its own card
+from pettingllms_nb.envs.code import code_html
+from pettingllms_nb.widgets.render import verdict_badge, flag_badge, badge, as_dict, VERDICT_COLOURS
+
+def test_the_cards_old_home_still_imports():
+    from pettingllms_nb.widgets import render
+    from pettingllms_nb.widgets.render import math_html as old_math, code_html as old_code
+    assert (old_math, old_code) == (math_html, code_html) and render.code_html is code_html
+    with pytest.raises(AttributeError, match="no attribute 'code_card'"): render.code_card
 
 def math_state(**kw):
     return MathState(**{'problem': f'What is 6*7? {EVIL}', 'source': 'demo', 'problem_id': '1', 'tool_code': f'print(42)  # {EVIL}',

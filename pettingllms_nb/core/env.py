@@ -8,10 +8,15 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/env.html.md"""
 from __future__ import annotations
 import copy, html, random
 from dataclasses import dataclass, field
+from fastcore.basics import patch
 from .state import EnvState
 
 # %% auto #0
-__all__ = ['Env']
+__all__ = ['NotResetError', 'Env']
+
+# %% ../../nbs/core/03_env.ipynb #1a2b3c4d
+class NotResetError(AttributeError):
+    "An environment's state was read before `reset(seed)` gave it one."
 
 # %% ../../nbs/core/03_env.ipynb #ca5ef3f8
 class Env:
@@ -22,11 +27,14 @@ class Env:
     default_turn_order: tuple = ()   # the roles in the order they act, when a config does not say
 
     def __init__(self, max_turns:int|None=None, **config):
+        if 'seed' in config:
+            raise TypeError(f"{type(self).__name__}(seed=...): a constructor does not pick the problem; call env.reset(seed) "
+                            f"(or make_env(name, seed=...), which does both)")
         mt = self.default_max_turns if max_turns is None else max_turns
         if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
             raise ValueError(f"{type(self).__name__}: max_turns={max_turns!r}; expected an integer >= 1")
         self.max_turns, self.config = mt, config
-        self.state, self.seed, self.turn, self.done, self.success = None, None, 0, False, False
+        self._state, self.seed, self.turn, self._ended = None, None, 0, False
 
     # -- what a subclass implements --------------------------------------------------------------
     def make_state(self, rng:random.Random) -> EnvState: return self.state_cls()
@@ -34,38 +42,74 @@ class Env:
     def is_terminal(self) -> bool: return False
     def problem_key(self) -> str: return f"seed={self.seed}"
 
-    # -- the lifecycle the engine drives ---------------------------------------------------------
-    def reset(self, seed:int=0) -> EnvState:
-        "Start a new episode, deterministically from `seed`."
-        self.seed, self.turn, self.done, self.success = seed, 0, False, False
-        self.state = self.make_state(random.Random(seed))
-        self.refresh()
-        return self.state
+# %% ../../nbs/core/03_env.ipynb #3c4d5e6f
+@patch(as_prop=True)
+def state(self:Env) -> EnvState:
+    "The shared state of the current episode."
+    if self._state is None:
+        raise NotResetError(f"{type(self).__name__} has not been reset: call env.reset(seed) first "
+                            f"(or create it with make_env(name, seed=...))")
+    return self._state
 
-    @property
-    def problem_uid(self) -> str:
-        "Identifies the problem (not the rollout): the key AT-GRPO groups by."
-        return f"{self.name}/{self.problem_key()}"
+@patch(set_prop=True)
+def state(self:Env, value:EnvState): self._state = value
 
-    def refresh(self):
-        "Recompute `success` and `done` from the state (called after every agent step)."
-        self.success = bool(self.is_success())
-        self.done = self.done or self.success or bool(self.is_terminal())
+# %% ../../nbs/core/03_env.ipynb #5e6f7081
+@patch
+def reset(self:Env, seed:int=0) -> EnvState:
+    "Start a new episode, deterministically from `seed`."
+    self.seed, self.turn, self._ended = seed, 0, False
+    self.state = self.make_state(random.Random(seed))
+    return self.state
 
-    def end_turn(self):
-        "Advance the turn counter; the episode is over once `max_turns` turns have run."
-        self.turn += 1
-        if self.turn >= self.max_turns: self.done = True
+@patch(as_prop=True)
+def problem_uid(self:Env) -> str:
+    "Identifies the problem (not the rollout): the key AT-GRPO groups by."
+    return f"{self.name}/{self.problem_key()}"
 
-    def clone(self) -> Env:
-        "An independent copy for branching: same config, its own state."
-        new = copy.copy(self)
-        new.state = None if self.state is None else self.state.clone()
-        return new
+# %% ../../nbs/core/03_env.ipynb #708192a3
+@patch(as_prop=True)
+def success(self:Env) -> bool:
+    "The task is solved in the current state (`is_success()`)."
+    _ = self.state                     # not reset yet: the error that says so, not a silent False
+    return bool(self.is_success())
 
-    def __repr__(self):
-        return f"{type(self).__name__}({self.problem_uid if self.state is not None else 'not reset'}, turn={self.turn}/{self.max_turns}, done={self.done}, success={self.success})"
+@patch(set_prop=True)
+def success(self:Env, value):
+    raise AttributeError(f"{type(self).__name__}.success is computed from the state by is_success(); change the state")
 
-    def _repr_html_(self):
-        head = f"<b>{html.escape(repr(self))}</b>"
-        return head + ("" if self.state is None else self.state._repr_html_())
+@patch(as_prop=True)
+def done(self:Env) -> bool:
+    "The episode is over: solved, terminal, out of turns, or ended by `env.done = True`."
+    return self._ended or self.turn >= self.max_turns or self.success or bool(self.is_terminal())
+
+@patch(set_prop=True)
+def done(self:Env, value:bool): self._ended = bool(value)
+
+@patch
+def refresh(self:Env):
+    "Called after every agent step: a hook for derived fields (`done` and `success` need nothing: they are read live)."
+
+# %% ../../nbs/core/03_env.ipynb #8192a3b4
+@patch
+def end_turn(self:Env):
+    "Advance the turn counter; the episode is over once `max_turns` turns have run."
+    self.turn += 1
+
+@patch
+def clone(self:Env) -> Env:
+    "An independent copy for branching: same config, its own state."
+    new = copy.copy(self)
+    new._state = None if self._state is None else self._state.clone()
+    return new
+
+@patch
+def __repr__(self:Env):
+    if self._state is None: return f"{type(self).__name__}(not reset, max_turns={self.max_turns})"
+    return (f"{type(self).__name__}({self.problem_uid}, turn={self.turn}/{self.max_turns}, done={self.done}, "
+            f"success={self.success})")
+
+@patch
+def _repr_html_(self:Env):
+    head = f"<b>{html.escape(repr(self))}</b>"
+    return head + ("" if self._state is None else self._state._repr_html_())

@@ -8,18 +8,18 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/registry.html.md"""
 from __future__ import annotations
 import difflib, html, importlib, inspect, logging, sys
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from fastcore.basics import patch
 from .env import Env
 from .agent import Agent
 from .state import EnvState
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
-           'check_contract', 'Entry', 'Registry', 'load', 'get', 'names', 'agents_for', 'scripted', 'RegistryTable',
-           'show', 'register_env', 'register_agent', 'register_worker', 'register_policy', 'register_scripted',
-           'make_env', 'make_agent', 'make_worker', 'make_policy', 'shared_worker', 'lazy_exports']
+__all__ = ['KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
+           'check_contract', 'Entry', 'Registry', 'RegistryTable', 'register_env', 'register_agent', 'register_worker',
+           'register_policy', 'register_scripted', 'make_env', 'make_agent', 'make_worker', 'make_policy',
+           'shared_worker', 'lazy_exports']
 
 # %% ../../nbs/core/05_registry.ipynb #88b6e9f7
 KINDS = ('env', 'agent', 'worker', 'policy', 'scripted')
@@ -78,6 +78,9 @@ class Entry:
 # Built-in modules, the components each provides, and the extra each needs (None: always installed).
 BUILTINS = {
     'pettingllms_nb.engine.policies': (None, [('policy', 'scripted'), ('policy', 'replay'), ('policy', 'human')]),
+    'pettingllms_nb.envs.toy.env': (None, [('env', 'toy_relay')]),
+    'pettingllms_nb.envs.toy.agents': (None, [('agent', 'scout'), ('agent', 'runner')]),
+    'pettingllms_nb.envs.toy.oracle': (None, [('scripted', 'toy_relay.oracle'), ('scripted', 'toy_relay.random')]),
     'pettingllms_nb.sandbox.pool': (None, [('worker', 'sandbox')]),
     'pettingllms_nb.envs.stateful.env': (None, [('env', 'stateful_env')]),
     'pettingllms_nb.envs.stateful.agents': (None, [('agent', 'plan_agent'), ('agent', 'tool_call_agent'),
@@ -86,10 +89,20 @@ BUILTINS = {
     'pettingllms_nb.models.hf': ('train', [('policy', 'hf')]),
     'pettingllms_nb.models.openai': ('openai', [('policy', 'openai')]),
     'pettingllms_nb.models.vllm': ('vllm', [('policy', 'vllm')]),
-    'pettingllms_nb.envs.math.env': ('math', [('env', 'math_env'), ('agent', 'reasoning_generator'), ('agent', 'tool_generator'),
-                                              ('agent', 'math_single_agent')]),
-    'pettingllms_nb.envs.code.env': (None, [('env', 'code_env'), ('agent', 'code_generator'), ('agent', 'test_generator'),
-                                            ('agent', 'code_single_agent')]),
+    'pettingllms_nb.envs.math.env': (None, [('env', 'math_env')]),
+    'pettingllms_nb.envs.math.agents': ('math', [('agent', 'tool_generator'), ('agent', 'reasoning_generator'),
+                                                 ('agent', 'math_single_agent')]),
+    'pettingllms_nb.envs.math.oracle': (None, [('scripted', 'math_env.oracle'), ('scripted', 'math_env.random')]),
+    'pettingllms_nb.envs.code.env': (None, [('env', 'code_env')]),
+    'pettingllms_nb.envs.code.agents': (None, [('agent', 'code_generator'), ('agent', 'test_generator'),
+                                               ('agent', 'code_single_agent')]),
+    'pettingllms_nb.envs.code.oracle': (None, [('scripted', 'code_env.oracle'), ('scripted', 'code_env.refine')]),
+    'pettingllms_nb.envs.search.retrieval': (None, [('worker', 'fts5_retriever'), ('worker', 'http_retriever'),
+                                                    ('worker', 'scan_retriever')]),   # bm25s_retriever: the [search] extra
+    'pettingllms_nb.envs.search.agents': (None, [('env', 'search_env'), ('agent', 'reasoning_agent'), ('agent', 'web_search_agent'),
+                                                 ('agent', 'search_single_agent')]),
+    'pettingllms_nb.envs.search.oracle': (None, [('scripted', 'search_env.oracle'), ('scripted', 'search_env.random'),
+                                                 ('scripted', 'search_env.no_retrieval')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 
@@ -115,28 +128,30 @@ class Registry:
         if name not in self.entries[kind]: self.entries[kind][name] = Entry(kind, name, None, module, {}, reason, extra)
 
 # %% ../../nbs/core/05_registry.ipynb #ddfb0db8
+@patch
 def _import_builtin(self:Registry, module:str, extra, provides):
     try: importlib.import_module(module)
     except ImportError as e:
         for kind, name in provides: self.mark_unavailable(kind, name, module, f"{type(e).__name__}: {e}", extra)
-        log.debug("optional module %s unavailable: %s", module, e)
+        _log.debug("optional module %s unavailable: %s", module, e)
 
+@patch
 def load(self:Registry):
     "Import the built-in modules and the plugins (once)."
     if self._loaded: return self
     self._loaded = True
     for module, (extra, provides) in self.builtins.items(): self._import_builtin(module, extra, provides)
     if self.plugin_group:
+        from importlib.metadata import entry_points   # here, not at import: it costs more than the rest of the core
         for ep in entry_points(group=self.plugin_group):
             try: ep.load()
             except Exception as e:
                 self.plugin_errors[ep.name] = f"{type(e).__name__}: {e}"
-                log.warning("plugin %r (%s) failed to load: %s", ep.name, ep.value, e)
+                _log.warning("plugin %r (%s) failed to load: %s", ep.name, ep.value, e)
     return self
 
-Registry._import_builtin, Registry.load = _import_builtin, load
-
 # %% ../../nbs/core/05_registry.ipynb #1974ee01
+@patch
 def get(self:Registry, kind:str, name:str):
     "The component registered as `kind` `name`, or an error that says what to do."
     if kind not in KINDS: raise ValueError(f"unknown registry kind {kind!r}; allowed: {KINDS}")
@@ -151,21 +166,22 @@ def get(self:Registry, kind:str, name:str):
     hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
     raise RegistryError(f"no {kind} named {name!r}; {hint}registered {kind}s: {known}")
 
+@patch
 def names(self:Registry, kind:str, available_only:bool=True) -> list[str]:
     "Registered names of `kind`."
     self.load()
     return sorted(n for n, e in self.entries[kind].items() if e.available or not available_only)
 
+@patch
 def agents_for(self:Registry, env:str) -> list[str]:
     "Agents registered for environment `env`."
     self.load()
     return sorted(n for n, e in self.entries['agent'].items() if e.available and e.meta.get('env') == env)
 
+@patch
 def scripted(self:Registry, env:str, name:str='oracle'):
     "The scripted policy `name` (e.g. 'oracle', 'random') registered for environment `env`."
     return self.get('scripted', f"{env}.{name}")
-
-Registry.get, Registry.names, Registry.agents_for, Registry.scripted = get, names, agents_for, scripted
 
 # %% ../../nbs/core/05_registry.ipynb #21299131
 class RegistryTable(list):
@@ -181,6 +197,7 @@ class RegistryTable(list):
         tr = ''.join("<tr>" + ''.join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>" for r in self)
         return f"<table><tr>{th}</tr>{tr}</table>"
 
+@patch
 def show(self:Registry) -> RegistryTable:
     "Every component, available or not, with why and how to fix."
     self.load()
@@ -192,8 +209,6 @@ def show(self:Registry) -> RegistryTable:
             rows.append((kind, name, 'ok' if e.available else 'unavailable', e.module, notes))
     for ep, err in self.plugin_errors.items(): rows.append(('plugin', ep, 'failed', '', err))
     return rows
-
-Registry.show = show
 
 # %% ../../nbs/core/05_registry.ipynb #ab095ce2
 registry = Registry()
@@ -224,9 +239,12 @@ def register_scripted(env:str, name:str, **meta):
     "Function decorator: register a scripted policy `fn(request[, rng]) -> str` of environment `env` (e.g. 'oracle')."
     return lambda fn: registry.add('scripted', f"{env}.{name}", fn, env=env, **meta)
 
-def make_env(name:str, **kw) -> Env:
-    "Instantiate the environment registered as `name`."
-    return registry.get('env', name)(**kw)
+# %% ../../nbs/core/05_registry.ipynb #8f9a0b1c
+def make_env(name:str, seed:int|None=None, **kw) -> Env:
+    "Instantiate the environment registered as `name`; with `seed`, reset it to that problem."
+    env = registry.get('env', name)(**kw)
+    if seed is not None: env.reset(seed)
+    return env
 
 def make_agent(name:str, **kw) -> Agent:
     "Instantiate the agent registered as role `name`."

@@ -98,8 +98,8 @@ def _check_garbage(ctx):
             if not math.isfinite(r): return False, f"{role}: reward {r} on garbage"
     return True, f"{len(GARBAGE)} garbage responses × {len(ctx.spec.turn_order)} roles: all format errors"
 
-def _rollout(ctx, policy, max_turns, mode='independent', n=1):
-    return run_sync(arollout(ctx.name, policy, mode=mode, n=n, seeds=ctx.seeds, max_turns=max_turns, worker=ctx.worker,
+def _rollout(ctx, policy, max_turns, mode='independent', sample_num=1):
+    return run_sync(arollout(ctx.name, policy, mode=mode, sample_num=sample_num, seeds=ctx.seeds, max_turns=max_turns, worker=ctx.worker,
                              turn_order=ctx.spec.turn_order, **ctx.spec.env_kwargs))
 
 def _check_max_turns(ctx):
@@ -150,7 +150,7 @@ def check_env(name:str, seeds=range(4), policy=None, worker=None, turn_order=Non
     spec = resolve_spec(name, turn_order=turn_order, **env_kwargs)
     ctx = _Ctx(spec.env_name, spec, list(seeds), worker, policy or _default_policy, probe_response)
     report = EnvReport(name)
-    try: ctx.trace = _rollout(ctx, ctx.policy, spec.max_turns, mode='tree', n=2)
+    try: ctx.trace = _rollout(ctx, ctx.policy, spec.max_turns, mode='tree', sample_num=2)
     except Exception as e:
         report.results.append(CheckResult('rollout', False, f"{type(e).__name__}: {e}"))
     for cname, fn in CHECKS.items():

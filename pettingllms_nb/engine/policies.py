@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio, inspect, json, random
 from dataclasses import dataclass, field, asdict
 from typing import Any, Callable
-from ..core.agent import prompt_messages, run_sync   # run_sync lives with the agent's turn; re-exported here
+from ..core.agent import as_prompt, prompt_messages, run_sync   # run_sync lives with the agent's turn; re-exported here
 from ..core.registry import register_policy
 
 # %% auto #0
@@ -41,7 +41,7 @@ def check_sampling(sampling:dict) -> dict:
 class Request:
     "One prompt to answer `n` times, for one agent."
     role: str
-    prompt: Any                       # {"text", "image", "system"} or chat messages
+    prompt: Any                       # {"text", "image", "system"} or chat messages (a plain string becomes the dict)
     n: int = 1
     sampling: dict = field(default_factory=dict)
     adapter: str|None = None          # which adapter/model answers (None: the role's default)
@@ -49,6 +49,7 @@ class Request:
     turn_idx: int = 0
     rollout_idx: int = 0
     def __post_init__(self):
+        if isinstance(self.prompt, str): self.prompt = as_prompt(self.prompt)
         if not isinstance(self.n, int) or self.n < 1: raise ValueError(f"Request.n={self.n!r}; expected an integer >= 1")
         check_sampling(self.sampling)
     @property

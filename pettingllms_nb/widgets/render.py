@@ -1,4 +1,4 @@
-"""Pure functions that turn states, diffs and trace steps into HTML strings (the SVG primitives games draw their boards with; maths and code states with verdict badges), escaping everything a model wrote.
+"""Pure functions that turn states, diffs and trace steps into HTML strings (the SVG primitives games draw their boards with; the verdict badges and sections environments draw their cards with), escaping everything a model wrote.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/widgets/render.html.md"""
 
@@ -11,9 +11,9 @@ from typing import Any
 
 # %% auto #0
 __all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'esc', 'as_dict', 'kv_table', 'register_card', 'register_board', 'state_class',
-           'board_svg', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'math_html', 'code_html', 'render_state',
-           'show', 'flatten', 'changed', 'render_diff', 'render_prompt', 'render_completion', 'render_action',
-           'render_reward', 'render_step_card', 'render_phase']
+           'board_svg', 'badge', 'verdict_badge', 'flag_badge', 'rate', 'render_state', 'show_html', 'flatten',
+           'changed', 'render_diff', 'render_prompt', 'render_completion', 'render_action', 'render_reward',
+           'render_step_card', 'render_phase']
 
 # %% ../../nbs/widgets/60_render.ipynb #d113efc3
 PHASES = ('update_from_env', 'generate', 'update_from_model', 'step', 'reward')  # one interaction cycle of one agent
@@ -50,10 +50,12 @@ def _disc(r, c, fill, cls, rad=0.32, stroke='none') -> str:
 # %% ../../nbs/widgets/60_render.ipynb #9ea92ec9
 _MOVED = {'plan_path_svg': 'pettingllms_nb.envs.stateful.games.plan_path',
           'sudoku_svg': 'pettingllms_nb.envs.stateful.games.sudoku',
-          'sokoban_svg': 'pettingllms_nb.envs.stateful.games.sokoban'}   # each game now draws itself, in its own module
+          'sokoban_svg': 'pettingllms_nb.envs.stateful.games.sokoban',   # each game now draws itself, in its own module
+          'math_html': 'pettingllms_nb.envs.math.render',                 # and each environment its own card
+          'code_html': 'pettingllms_nb.envs.code.render'}
 
 def __getattr__(name):
-    "The game boards that used to live here, from the games that now own them (imported on first use)."
+    "The boards and cards that used to live here, from the games and environments that now own them (on first use)."
     if name in _MOVED: return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -140,76 +142,6 @@ def _section(title:str, body:str, keys=(), highlight=()) -> str:
     return (f"<div class='pllm-section{' pllm-changed' if hot else ''}' style='margin:4px 0;padding:4px;"
             f"{'background:#fff3b0;' if hot else ''}border-left:3px solid #d0d7de'><b>{esc(title)}</b> {body}</div>")
 
-# %% ../../nbs/widgets/60_render.ipynb #0ce6e948
-def _math_history(d:dict) -> str:
-    tools, reasons = d.get('tool_history') or [], d.get('reasoning_history') or []
-    rows = []
-    for i in range(max(len(tools), len(reasons))):
-        t = tools[i] if i < len(tools) else {}
-        r = reasons[i] if i < len(reasons) else {}
-        code = f"<details><summary>code</summary>{_code(t.get('code') or '', 2000)}</details>" if t.get('code') else ''
-        rows.append(f"<tr><td>{i + 1}</td><td>{verdict_badge(t.get('verdict')) if t else ''}</td><td>{_val(t.get('answer'), 80) if t else ''}</td>"
-                    f"<td>{_val(r.get('answer'), 80) if r else ''}</td><td>{code}</td></tr>")
-    return ("<table class='pllm-history'><tr><th>turn</th><th>verdict</th><th>tool answer</th><th>reasoning answer</th><th></th></tr>"
-            f"{''.join(rows)}</table>")
-
-def math_html(state, highlight=()) -> str:
-    "A `math_env` state (a `MathState` or its dict): problem, program, verdict, output, reasoning, answers and history."
-    d = as_dict(state)
-    code = _code(d['tool_code']) if d.get('tool_code') is not None else '<i>no program yet</i>'
-    out = f"<small>output</small>{_pre(esc(d['tool_output'], 3000))}" if d.get('tool_output') else ''
-    tool = (f"{verdict_badge(d.get('tool_verdict')) if d.get('tool_code') is not None else ''} answer: "
-            f"<code class='pllm-answer'>{_val(d.get('tool_answer'), 200)}</code>{code}{out}")
-    reason = (f"boxed: <code class='pllm-answer'>{_val(d.get('reasoning_answer'), 200)}</code>{_pre(esc(d.get('reasoning_response'), 4000))}"
-              if d.get('reasoning_response') is not None else '<i>no response yet</i>')
-    flags = (flag_badge('agree', d.get('agree')) + flag_badge('tool correct', d.get('tool_correct'))
-             + flag_badge('reasoning correct', d.get('reasoning_correct')) + (badge('single agent') if d.get('single') else ''))
-    hist = d.get('tool_history') or d.get('reasoning_history')
-    return (f"<div class='pllm-math'><b>math</b> · {esc(d.get('source'))}/{esc(d.get('problem_id'))} {flags}"
-            + _section('problem', _pre(esc(d.get('problem'), 3000)), ('problem',), highlight)
-            + _section('tool agent', tool, ('tool_code', 'tool_verdict', 'tool_output', 'tool_answer'), highlight)
-            + _section('reasoning agent', reason, ('reasoning_response', 'reasoning_answer'), highlight)
-            + (_section('turns', _math_history(d), ('tool_history', 'reasoning_history'), highlight) if hist else '')
-            + "</div>")
-
-# %% ../../nbs/widgets/60_render.ipynb #1187f5d8
-def _tests_table(results:list, limit:int=300) -> str:
-    rows = ''.join(f"<tr class='pllm-test'><td>{i}</td><td>{_pre(_val(r.get('input'), limit))}</td><td>{_pre(_val(r.get('expected', r.get('output')), limit))}</td>"
-                   f"<td>{_pre(_val(r.get('got'), limit)) if 'got' in r else ''}</td><td>{verdict_badge(r.get('verdict'), r.get('message') or '')}</td></tr>"
-                   for i, r in enumerate(results))
-    return f"<table class='pllm-tests'><tr><th>#</th><th>input</th><th>expected</th><th>got</th><th>verdict</th></tr>{rows}</table>"
-
-def _code_history(hist:list) -> str:
-    rows = ''.join(f"<tr><td>{h.get('turn', i)}</td><td>{rate(h.get('gen_pass_rate'))}</td><td>{rate(h.get('gt_pass_rate'))}</td>"
-                   f"<td><details><summary>code</summary>{_code(h.get('code') or '', 2000)}</details></td></tr>" for i, h in enumerate(hist))
-    return f"<table class='pllm-history'><tr><th>turn</th><th>generated tests passed</th><th>hidden tests passed</th><th></th></tr>{rows}</table>"
-
-def code_html(state, highlight=()) -> str:
-    "A `code_env` state (or its dict): problem, latest code, generated tests and results, invalid tests, hidden-test verdicts, history."
-    d = as_dict(state)
-    sig = f"function {d.get('fn_name')}" if d.get('style') == 'call' else 'stdin → stdout'
-    code = _code(d['code']) if d.get('code') else '<i>no program yet</i>'
-    results = d.get('test_results') or [{**t, 'verdict': None} for t in d.get('tests') or []]
-    passed = 'not run yet' if d.get('gen_pass_rate') is None else f"the program passes {rate(d['gen_pass_rate'])}"
-    tests = (f"{len(d.get('tests') or [])} valid ({passed}; the reference solution passes {rate(d.get('tests_agree_rate'))})"
-             f"{_tests_table(results)}" if results else '<i>no valid tests yet</i>')
-    invalid = ''.join(f"<tr class='pllm-invalid'><td>{verdict_badge('INVALID')}</td><td>{_pre(_val(t.get('input')))}</td>"
-                      f"<td>{_pre(_val(t.get('output')))}</td><td class='pllm-why'>{_val(t.get('why'), 500)}</td></tr>" for t in d.get('invalid_tests') or [])
-    gt = d.get('gt_verdicts') or []
-    split = ', '.join(f"{k} {rate(d[f'{k}_pass_rate'])}" for k in ('public', 'hidden') if d.get(f'{k}_pass_rate') is not None)
-    hidden = (f"<span class='pllm-gt'>{''.join(verdict_badge(v) for v in gt)}</span> passed {rate(d.get('gt_pass_rate'))} of {len(gt)}"
-              f"{f' ({split})' if split else ''}" if gt else '<i>not run yet</i>')
-    infra = badge(f"{d['infra_errors']} sandbox errors", VERDICT_COLOURS['IE']) if d.get('infra_errors') else ''
-    return (f"<div class='pllm-code-state'><b>code</b> · {esc(d.get('source'))}/{esc(d.get('problem_id'))} · {esc(sig)}"
-            + (badge('single agent') if d.get('single') else '') + infra
-            + _section('problem', _pre(esc(d.get('problem'), 3000)), ('problem',), highlight)
-            + _section('code generator: latest program', code, ('code',), highlight)
-            + _section('test generator: generated tests', tests, ('tests', 'test_results', 'gen_pass_rate', 'tests_agree_rate'), highlight)
-            + (_section(f"invalid tests ({len(d['invalid_tests'])})", f"<table><tr><th></th><th>input</th><th>output</th><th>why</th></tr>{invalid}</table>", ('invalid_tests',), highlight) if invalid else '')
-            + _section('hidden tests (shown to the viewer only, never to the agents)', hidden, ('gt_verdicts', 'gt_pass_rate'), highlight)
-            + (_section('turns', _code_history(d['code_history']), ('code_history',), highlight) if d.get('code_history') else '')
-            + "</div>")
-
 # %% ../../nbs/widgets/60_render.ipynb #77983d29
 def render_state(state, highlight=(), env=None) -> str:
     "A state as HTML: the card its environment registered, else its board beside a key/value table of its fields."
@@ -219,11 +151,15 @@ def render_state(state, highlight=(), env=None) -> str:
     else: body = f"<div style='display:flex;gap:1em;align-items:flex-start'>{board_svg(d, cls)}{kv_table(d, highlight=highlight)}</div>"
     return f"<div class='pllm-state' data-state='{esc(getattr(cls, '__name__', ''))}'>{body}</div>"
 
-def show(obj, env=None):
-    "Display a state, step or trace richly in a notebook (an `IPython.display.HTML`)."
+# %% ../../nbs/widgets/60_render.ipynb #d465cdf7
+def show_html(obj, env=None):
+    "A state or a step, drawn richly for a notebook (an `IPython.display.HTML`)."
     from IPython.display import HTML
     if hasattr(obj, 'completion') and hasattr(obj, 'reward_terms'): return HTML(render_step_card(obj, env=env))
     return HTML(render_state(obj, env=env))
+
+# %% ../../nbs/widgets/60_render.ipynb #c8496232
+show = show_html   # the old name
 
 # %% ../../nbs/widgets/60_render.ipynb #90f962f7
 def flatten(d:dict) -> dict:

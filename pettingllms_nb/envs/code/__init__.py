@@ -7,11 +7,18 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/code/index.ipynb #f6ee5d32
+# %% ../../../nbs/envs/code/index.ipynb #16021938
 from ...core.registry import lazy_exports
 
-_PARTS = {'env': ['CODER_INTRO', 'CODER_REWARDS', 'CodeEnv', 'CodeGenerator', 'CodeSingleAgent', 'CodeState', 'GroundTruth',
-                  'HACKS', 'MAX_CODE_CHARS', 'REWARD_TESTS', 'TESTER_INTRO', 'TESTER_REWARDS', 'TestGenerator', 'code_reply',
-                  'code_scores', 'hack_policy', 'oracle_policy', 'refine_policy', 'run_ground_truth', 'tests_reply',
-                  'wrong_program']}
+_PARTS = {'state': ['CodeState'],
+          'prompts': ['CODER_INTRO', 'TESTER_INTRO', 'coder_prompt', 'single_prompt', 'tester_prompt'],
+          'env': ['CodeEnv', 'GroundTruth', 'REWARD_TESTS', 'run_ground_truth'],
+          'render': ['code_html'],
+          'oracle': ['HACKS', 'code_reply', 'hack_policy', 'oracle_policy', 'refine_policy', 'tests_reply',
+                     'wrong_program'],
+          'agents': ['CODER_REWARDS', 'CodeGenerator', 'CodeSingleAgent', 'MAX_CODE_CHARS', 'TESTER_REWARDS',
+                     'TestGenerator', 'code_scores']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.code', _PARTS)
+
+# %% ../../../nbs/envs/code/index.ipynb #9d72a2af
+from . import render as _render   # registers `code_html` for `CodeState`

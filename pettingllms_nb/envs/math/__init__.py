@@ -7,10 +7,18 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/index.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../../../nbs/envs/math/index.ipynb #16d45c1a
+# %% ../../../nbs/envs/math/index.ipynb #dd338fb1
 from ...core.registry import lazy_exports
 
-_PARTS = {'env': ['ANSWER_FORMAT', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathEnv', 'MathSingleAgent', 'MathState', 'OK_VERDICTS',
-                  'REASONING_INTRO', 'REASONING_REWARDS', 'ReasoningGenerator', 'TOOL_INTRO', 'TOOL_REWARDS', 'ToolGenerator',
-                  'default_worker', 'oracle_policy', 'parse_boxed_answer', 'random_policy', 'respond', 'tool_answer_of']}
+_PARTS = {'state': ['MathState'],
+          'prompts': ['ANSWER_FORMAT', 'OK_VERDICTS', 'REASONING_INTRO', 'TOOL_INTRO', 'reasoning_prompt',
+                      'single_prompt', 'tool_prompt'],
+          'env': ['MathEnv'],
+          'render': ['math_html'],
+          'oracle': ['oracle_policy', 'random_policy', 'respond'],
+          'agents': ['INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathSingleAgent', 'REASONING_REWARDS', 'ReasoningGenerator',
+                     'TOOL_REWARDS', 'ToolGenerator', 'default_worker', 'parse_boxed_answer', 'tool_answer_of']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.math', _PARTS)
+
+# %% ../../../nbs/envs/math/index.ipynb #3c42e866
+from . import render as _render   # registers `math_html` for `MathState`
