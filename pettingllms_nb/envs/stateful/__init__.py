@@ -13,9 +13,10 @@ from ...core.registry import lazy_exports
 _PARTS = {
     'state': ['ALIASES', 'GAMES', 'Game', 'IGNORED_PARAMS', 'PARAM_ALIASES', 'StatefulState', 'game_of', 'play',
               'try_action'],
-    'tools': ['BOARD_FUNCTIONS', 'MAP_CHARS', 'MAP_DIGITS', 'ORACLE_CALL', 'TOOLKITS', 'ToolState', 'Toolkit',
-              'board_dist', 'board_free', 'board_map', 'board_prelude', 'call_output', 'call_program', 'descend',
-              'follow_output', 'random_call', 'read_map', 'tool_view', 'toolkit_for'],
+    'tools': ['BOARD_FUNCTIONS', 'DIST_CHARS', 'MAP_DIGITS', 'ORACLE_CALL', 'TOOLKITS', 'ToolState', 'Toolkit',
+              'WAY_CHARS', 'board_dist', 'board_free', 'board_map', 'board_prelude', 'board_ways', 'call_output',
+              'call_program', 'descend', 'follow_output', 'map_block', 'random_call', 'read_map', 'tool_view',
+              'toolkit_for', 'walk'],
     'render': ['stateful_board', 'stateful_card', 'tool_map_svg'],
     'prompts': ['BOARD_PLAN_INTRO', 'BOARD_SINGLE_INTRO', 'BOARD_TOOL_INTRO', 'COMPACT_TAGS', 'LAST_OUTPUT_LABEL',
                 'PLAN_INTRO', 'PROMPT_STYLES', 'SINGLE_INTRO', 'STATE_LABEL', 'TOOLS_LABEL', 'TOOL_INTRO',

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from ...widgets.render import register_board, register_card, board_svg, kv_table, esc, _svg, _rect, _text
 from .state import GAMES, ALIASES, StatefulState
-from .tools import MAP_DIGITS, read_map, tool_view
+from .tools import DIST_CHARS, WAY_CHARS, map_block, tool_view
 from ...sandbox.program import OK_VERDICTS, normalise_verdict
 
 def _verdict_ok(v) -> bool: return normalise_verdict(v) in OK_VERDICTS
@@ -26,17 +26,18 @@ def stateful_board(d:dict) -> str:
 
 # %% ../../../nbs/envs/stateful/24_render.ipynb #4d2bcd89
 def tool_map_svg(d:dict) -> str:
-    "The distance map a tool-mode state's plan agent was shown, drawn on the board; '' when there is none."
+    "The map (distances or ways) a tool-mode state's plan agent was shown, drawn on the board; '' if none."
     g = d.get('game') if isinstance(d.get('game'), dict) else {}
     grid, pos = g.get('grid') or [], list(g.get('pos') or [0, 0])
     if not grid or not isinstance(d.get('tool_output'), str) or not _verdict_ok(d.get('tool_verdict')): return ''
     h, w = len(grid), len(grid[0])
-    dmap = read_map(tool_view(d['tool_output'], SimpleNamespace(height=h, width=w)), h, w)
-    if dmap is None: return ''
+    view = tool_view(d['tool_output'], SimpleNamespace(height=h, width=w))
+    shown = map_block(view, h, w, DIST_CHARS) or map_block(view, h, w, WAY_CHARS)
+    if shown is None: return ''
     body = [_rect(r, c, '#444' if ch == '#' else '#fff', 'wall' if ch == '#' else 'cell')
             for r, row in enumerate(grid) for c, ch in enumerate(row)]
-    body += [_text(r, c, MAP_DIGITS[v] if v is not None else '?', '#175' if (r, c) != tuple(pos) else '#1e66f5', 'bold')
-             for r, row in enumerate(dmap) for c, v in enumerate(row) if grid[r][c] != '#']
+    body += [_text(r, c, ch, '#175' if [r, c] != pos else '#1e66f5', 'bold')
+             for r, row in enumerate(shown) for c, ch in enumerate(row) if grid[r][c] != '#']
     return _svg(h, w, ''.join(body), 'tool_map', f"what the plan agent read ({d.get('toolkit')} toolkit)")
 
 # %% ../../../nbs/envs/stateful/24_render.ipynb #311d3f10
