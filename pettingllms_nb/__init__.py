@@ -53,6 +53,7 @@ _PUBLIC = {   # name -> 'module' (the same name there) or 'module:attribute'
     'stateful_oracle': 'envs.stateful:oracle_policy', 'stateful_random': 'envs.stateful:random_policy',
     'math_oracle': 'envs.math:oracle_policy', 'math_random': 'envs.math:random_policy',
     'code_oracle': 'envs.code:oracle_policy', 'code_refine': 'envs.code:refine_policy',
+    'search_oracle': 'envs.search:oracle_policy', 'search_random': 'envs.search:random_policy',
     'toy_oracle': 'envs.toy:oracle_policy', 'toy_random': 'envs.toy:random_policy',
 }
 __all__ = sorted(_PUBLIC)

@@ -76,8 +76,8 @@ def _cmd_rollout(args):
     from pettingllms_nb.core.config import load_config
     from pettingllms_nb.engine.rollout import rollout
     cfg = load_config(args.config, overrides=args.overrides)
-    t = rollout(cfg, scripted_policy(cfg, args.policy), mode=args.mode, sample_num=_renamed_option(args, 'sample-num', '-n'),
-                seeds=range(args.seeds), progress=True)
+    t = rollout(cfg, scripted_policy(cfg, args.policy), mode=args.mode, seeds=range(args.seeds), progress=True,
+                sample_num=_renamed_option(args, 'sample-num', '-n'))
     print(repr(t))
     if args.out: print(f"trace saved to {t.save(args.out)}")
     return 0
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seeds", type=int, default=4); s.set_defaults(fn=_cmd_check_env)
     s = sub.add_parser("rollout", help="roll out a preset with a model-free policy and save the trace")
     s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
-    s.add_argument("--policy", default="oracle", help="a scripted policy the environment registered (oracle, random, ...)")
+    s.add_argument("--policy", default="oracle", help="a scripted policy of the environment (oracle, random, ...)")
     s.add_argument("--mode", default="independent", choices=MODES)
     s.add_argument("--sample-num", type=int, default=1, help="samples per problem: rollouts, or tree branches per turn")
     s.add_argument("-n", type=int, default=None, dest="old_n", help=argparse.SUPPRESS)   # old spelling of --sample-num

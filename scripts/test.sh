@@ -4,15 +4,12 @@
 # Before the main pytest run, tests/vllm runs in .venv-vllm (built by scripts/vllm-venv.sh); SKIP_VLLM=1 skips it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/venv.sh "${EXTRAS:-dev,train,openai,math,data,search}"
+source scripts/venv.sh "${EXTRAS:-dev,train,openai,math,data,search,alfworld,web}"
 flags=""
 [ "${SMOKE:-0}" = "1" ] || flags="slow"
-echo "[test] notebooks: nbs/" >&2
-nbdev-test --n-workers "${NB_WORKERS:-2}" --flags "$flags" nbs
-if compgen -G "tutorials/*.ipynb" >/dev/null; then
-  echo "[test] notebooks: tutorials/" >&2
-  nbdev-test --n-workers "${NB_WORKERS:-2}" --flags "$flags" tutorials
-fi
+# Each notebook runs in a fresh process of its own, as in a real kernel (see scripts/nbtest.py for why).
+echo "[test] notebooks: nbs/ and tutorials/" >&2
+python scripts/nbtest.py --workers "${NB_WORKERS:-2}" --flags "$flags" nbs tutorials
 if [ "${SKIP_VLLM:-0}" != "1" ]; then
   # VLLMPolicy for real on vLLM's CPU build, in its own venv (it pins torch 2.13.0+cpu and transformers < 5.20).
   echo "[test] vLLM: tests/vllm in .venv-vllm (SKIP_VLLM=1 skips)" >&2

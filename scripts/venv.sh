@@ -20,8 +20,21 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   pins=()
   case ",$extras," in *,train,*|*,all,*) pins+=("$torch_pin") ;; esac
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
+  links=()
+  case ",$extras," in *,alfworld,*|*,all,*)
+    # fast-downward-textworld (TextWorld's planner) is an sdist that compiles C++ (about a minute on two cores, several
+    # under load): build its wheel once into .whl/ and install from there (pip's wheel cache also keeps it per machine).
+    # Its build runs `python`, which must be this venv's.
+    fd="fast-downward-textworld==20.6.4"
+    if ! compgen -G "$root/.whl/fast_downward_textworld-20.6.4-*.whl" >/dev/null; then
+      echo "[venv] building $fd once into .whl/ (compiles C++)" >&2
+      PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps "$fd" -w "$root/.whl" >&2 \
+        || { echo "[venv] building $fd failed (needs cmake and g++)" >&2; exit 1; }
+    fi
+    links=(--find-links "$root/.whl") ;;
+  esac
   set +e
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${pins[@]}" -e "$root[$extras]" 2>&1 \
+  PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --disable-pip-version-check "${links[@]}" "${pins[@]}" -e "$root[$extras]" 2>&1 \
     | grep -v -e "is ignored: it is neither a file nor a directory" -e "^  !!$" >&2
   rc=${PIPESTATUS[0]}
   set -e

@@ -18,6 +18,9 @@ PRESETS = ['gpu_plan_path_qwen3_1.7b', 'gpu_plan_path_qwen3_1.7b_lora', 'gpu_sok
            'tiny_plan_path_tool_lora', 'tiny_plan_path_tool_single', 'tiny_sokoban', 'tiny_sudoku']
 CODE_PRESETS = ['code_env', 'code_env_single', 'gpu_code_qwen3_1.7b_lora']   # checked in test_code_env.py
 SEARCH_PRESETS = ['gpu_search_qwen3_1.7b_lora', 'search_env', 'search_env_single', 'tiny_search']   # checked in test_search_env.py
+ALFWORLD_PRESETS = ['alfworld', 'alfworld_single', 'gpu_alfworld_qwen3_1.7b_lora', 'gpu_alfworld_real_qwen3_1.7b_lora',
+                    'tiny_alfworld', 'tiny_alfworld_single']   # checked in test_alfworld.py
+WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'web_miniwob', 'web_shop', 'web_shop_single']   # test_web.py
 
 
 class StandInEnv(Env):
@@ -48,7 +51,7 @@ def errors(reg, overrides, preset='stateful_plan_path'):
 # -- presets -----------------------------------------------------------------------------------
 
 def test_list_presets():
-    assert list_presets() == sorted(PRESETS + CODE_PRESETS + SEARCH_PRESETS)
+    assert list_presets() == sorted(PRESETS + CODE_PRESETS + SEARCH_PRESETS + ALFWORLD_PRESETS + WEB_PRESETS)
 
 
 @pytest.mark.parametrize('name', PRESETS)

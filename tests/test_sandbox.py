@@ -249,7 +249,8 @@ def test_huge_source_is_ce_without_running(run):
 # ---- time
 def test_infinite_loop_tle(run):
     r = run(tag("while True: pass"), time_limit=0.5)
-    assert r.verdict == 'TLE' and r.cpu_time >= 0.5
+    # on a heavily overcommitted machine the wall-clock backstop can fire before the loop has had 0.5 s of CPU
+    assert r.verdict == 'TLE' and (r.cpu_time >= 0.5 or 'wall-clock backstop' in r.message)
 
 def test_sleep_tle_by_wall_backstop(crun):
     t = time.monotonic()

@@ -171,6 +171,7 @@ def test_http_retriever_reads_search_r1_replies_and_sends_its_request():
 
 @pytest.mark.parametrize("body,status,why", [
     (b"<html>502 Bad Gateway</html>", 200, "not JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, 200, "not JSON"),                            # deeper than json.loads recurses
     (b'{"results": []}', 200, "expected {'result'"),
     (b'{"result": [[]]}', 200, "for 2 queries"),                                    # one list for two queries
     (b'{"result": [[{"document": {"id": 1}}], []]}', 200, "bad passage"),

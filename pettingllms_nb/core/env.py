@@ -6,13 +6,13 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/env.html.md"""
 
 # %% ../../nbs/core/03_env.ipynb #47200718
 from __future__ import annotations
-import copy, html, random
+import copy, html, random, time
 from dataclasses import dataclass, field
 from fastcore.basics import patch
 from .state import EnvState
 
 # %% auto #0
-__all__ = ['NotResetError', 'Env']
+__all__ = ['NotResetError', 'Env', 'ReplayDivergence', 'ReplayClone']
 
 # %% ../../nbs/core/03_env.ipynb #1a2b3c4d
 class NotResetError(AttributeError):
@@ -28,8 +28,8 @@ class Env:
 
     def __init__(self, max_turns:int|None=None, **config):
         if 'seed' in config:
-            raise TypeError(f"{type(self).__name__}(seed=...): a constructor does not pick the problem; call env.reset(seed) "
-                            f"(or make_env(name, seed=...), which does both)")
+            raise TypeError(f"{type(self).__name__}(seed=...): a constructor does not pick the problem; "
+                            f"call env.reset(seed) (or make_env(name, seed=...), which does both)")
         mt = self.default_max_turns if max_turns is None else max_turns
         if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
             raise ValueError(f"{type(self).__name__}: max_turns={max_turns!r}; expected an integer >= 1")
@@ -113,3 +113,71 @@ def __repr__(self:Env):
 def _repr_html_(self:Env):
     head = f"<b>{html.escape(repr(self))}</b>"
     return head + ("" if self._state is None else self._state._repr_html_())
+
+# %% ../../nbs/core/03_env.ipynb #fa14ea57
+class ReplayDivergence(RuntimeError):
+    "Replaying an environment's recorded actions did not reproduce what the original simulator showed."
+
+class ReplayClone:
+    "Mixin for a simulator-backed `Env`: `clone()` rebuilds the simulator by replaying the actions since `reset`."
+    _sim, sim_log, sim_print = None, (), None
+
+    def sim_build(self): raise NotImplementedError(f"{type(self).__name__}.sim_build")
+    def sim_apply(self, sim, action): raise NotImplementedError(f"{type(self).__name__}.sim_apply")
+    def sim_close(self, sim): pass
+    def sim_fingerprint(self, sim): return None
+    def sim_record(self, action, out): return action   # what the log keeps (a simulator may add a replay hint)
+    def sim_replay(self, sim, actions):
+        "Apply `actions` in order (override with a faster path when the simulator has one)."
+        for a in actions: self.sim_apply(sim, a)
+
+# %% ../../nbs/core/03_env.ipynb #c2c7c949
+@patch
+def sim_start(self:ReplayClone):
+    "Close any simulator of the previous episode and build a fresh one (the episode's actions start empty)."
+    if self._sim is not None: self.sim_close(self._sim)
+    self._sim, self.sim_log = self.sim_build(), []
+    self.sim_print = self.sim_fingerprint(self._sim)
+    return self._sim
+
+@patch
+def sim_rebuild(self:ReplayClone):
+    "A new simulator with `sim_log` replayed into it and checked against the original; `self` is left as it is."
+    sim = self.sim_build()
+    self.sim_replay(sim, list(self.sim_log))
+    seen = self.sim_fingerprint(sim)
+    if seen != self.sim_print:
+        self.sim_close(sim)
+        raise ReplayDivergence(f"{type(self).__name__}: replaying {len(self.sim_log)} action(s) gave {seen!r}, "
+                               f"the original showed {self.sim_print!r}")
+    return sim
+
+@patch(as_prop=True)
+def sim(self:ReplayClone):
+    "The live simulator; a clone builds its own on first use (`sim_rebuild`)."
+    if self._sim is None:
+        t = time.perf_counter()
+        self._sim = self.sim_rebuild()
+        self.replay_s = time.perf_counter() - t
+    return self._sim
+
+# %% ../../nbs/core/03_env.ipynb #f00682a6
+@patch
+def sim_act(self:ReplayClone, action):
+    "Apply `action` to the simulator and record it (what a clone will replay)."
+    out = self.sim_apply(self.sim, action)
+    self.sim_commit(action, out)
+    return out
+
+@patch
+def sim_commit(self:ReplayClone, action, out):
+    "Record `action` (applied to `self._sim`, which answered `out`) in the log a clone replays."
+    self.sim_log.append(self.sim_record(action, out))
+    self.sim_print = self.sim_fingerprint(self._sim)
+
+@patch
+def clone(self:ReplayClone):
+    "An independent copy: the state cloned, the simulator left to be rebuilt from the recorded actions."
+    new = super(ReplayClone, self).clone()
+    new._sim, new.sim_log, new.replay_s = None, list(self.sim_log), None
+    return new

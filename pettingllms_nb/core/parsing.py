@@ -10,8 +10,9 @@ import ast, json, re
 from typing import Any, Iterable
 
 # %% auto #0
-__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'FormatError', 'extract_code', 'extract_program', 'clip', 'all_boxed',
-           'extract_boxed', 'parse_literal', 'parse_actions', 'parse_grid']
+__all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'MAX_LITERAL_DEPTH', 'FormatError', 'parse_window', 'fenced_blocks',
+           'extract_code', 'extract_program', 'clip', 'all_boxed', 'printable', 'extract_boxed', 'parse_literal',
+           'parse_actions', 'parse_grid']
 
 # %% ../../nbs/core/01_parsing.ipynb #4ebccf8b
 class FormatError(ValueError):
@@ -19,17 +20,34 @@ class FormatError(ValueError):
 
 MAX_PARSE_CHARS = 100_000  # parsers look at the last 100k characters only: bounded work on unbounded output
 
-def _tail(text) -> str:
+def parse_window(text) -> str:
+    "The last `MAX_PARSE_CHARS` characters of a response, read by every parser; a `FormatError` if not a string."
     if text is None: raise FormatError("empty response (None)")
     if not isinstance(text, str): raise FormatError(f"response must be a string, got {type(text).__name__}")
     return text[-MAX_PARSE_CHARS:]
 
 # %% ../../nbs/core/01_parsing.ipynb #bbe9e293
-_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
+_LABEL = re.compile(r"[ \t]*([\w+-]*)")   # after an opening ```: spaces, then the language label
 
+def fenced_blocks(text:str, label:re.Pattern=_LABEL) -> list[tuple[str, str]]:
+    "`(label, body)` of every ```label ... ``` block in `text`, in order; one forward pass (linear time)."
+    s, out, pos = parse_window(text), [], 0
+    while (i := s.find('```', pos)) != -1:
+        m = label.match(s, i + 3)
+        if m is None:                       # not a label this caller accepts: try the next backticks
+            pos = i + 1
+            continue
+        nl = s.find('\n', m.end())          # the body starts on the next line and ends at the next ```
+        end = -1 if nl == -1 else s.find('```', nl + 1)
+        if end == -1: break                 # never closed: no later fence can be closed either
+        out.append((m.group(1), s[nl + 1:end]))
+        pos = end + 3
+    return out
+
+# %% ../../nbs/core/01_parsing.ipynb #f3b82dd8
 def extract_code(text:str, lang:str|None="python") -> str:
     "Source of the last fenced code block (labelled `lang` or unlabelled)."
-    blocks = [(l.lower(), body) for l, body in _FENCE.findall(_tail(text))]
+    blocks = [(l.lower(), body) for l, body in fenced_blocks(text)]
     if lang: blocks = [b for b in blocks if b[0] in ('', lang.lower(), {'python': 'py'}.get(lang.lower(), lang.lower()))]
     if not blocks: raise FormatError(f"no ```{lang or ''} fenced code block found")
     code = blocks[-1][1].strip('\n')
@@ -49,19 +67,31 @@ def clip(s, n:int=2000) -> str:
     return s if len(s) <= n else s[:n // 2] + f"\n...({len(s) - n} characters cut)...\n" + s[-n // 2:]
 
 # %% ../../nbs/core/01_parsing.ipynb #a61853e9
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACE = re.compile(r"[{}]")
+
 def all_boxed(text:str) -> list[str]:
     "Contents of every `\\boxed{...}` / `\\fbox{...}`, braces balanced, in order of appearance."
-    s, out, i = _tail(text), [], 0
-    pat = re.compile(r"\\(?:boxed|fbox)\s*\{")
-    while (m := pat.search(s, i)):
-        depth, j = 1, m.end()
-        while j < len(s) and depth:
-            depth += {'{': 1, '}': -1}.get(s[j], 0)
-            j += 1
-        if depth: break  # unbalanced: the rest of the text cannot hold a complete box
+    s, out, i = parse_window(text), [], 0
+    while (m := _BOX.search(s, i)):
+        depth, j = 1, None
+        for b in _BRACE.finditer(s, m.end()):
+            depth += 1 if b.group() == '{' else -1
+            if not depth:
+                j = b.end()
+                break
+        if j is None: break  # unbalanced: the rest of the text cannot hold a complete box
         out.append(s[m.end():j-1].strip())
         i = j
     return out
+
+# %% ../../nbs/core/01_parsing.ipynb #517df68a
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")  # controls (not \t \n \r), surrogates
+
+def printable(s:str, what:str="the answer") -> str:
+    "`s` unchanged, or a `FormatError` if it holds a control character or a lone surrogate."
+    if (m := _UNPRINTABLE.search(s)): raise FormatError(f"{what} holds the unprintable character {m.group()!r}")
+    return s
 
 def extract_boxed(text:str, allow_hedging:bool=True) -> str:
     "The last `\\boxed{}` answer; several distinct answers are a `FormatError` unless `allow_hedging`."
@@ -69,31 +99,53 @@ def extract_boxed(text:str, allow_hedging:bool=True) -> str:
     if not boxes: raise FormatError("no complete \\boxed{...} answer found")
     if not allow_hedging and len(set(boxes)) > 1: raise FormatError(f"hedged: {len(set(boxes))} distinct boxed answers {boxes[:5]}")
     if not boxes[-1]: raise FormatError("the boxed answer is empty")
-    return boxes[-1]
+    return printable(boxes[-1], "the boxed answer")
 
 # %% ../../nbs/core/01_parsing.ipynb #6809e388
 MAX_LITERAL_CHARS = 20_000
+MAX_LITERAL_DEPTH = 32    # nesting levels; a Sudoku grid needs 2
+
+_BRACKETS = re.compile(r"[][]")
 
 def _last_bracketed(s:str) -> str|None:
-    "The last balanced `[...]` span in `s`."
-    end = s.rfind(']')
-    while end != -1:
-        depth = 0
-        for i in range(end, -1, -1):
-            depth += {']': 1, '[': -1}.get(s[i], 0)
-            if depth == 0: return s[i:end+1]
-        end = s.rfind(']', 0, end)
-    return None
+    "The last balanced `[...]` span in `s`: the last `]` that an earlier `[` closes (one right-to-left pass)."
+    r = s[::-1]
+    start = r.find(']')                         # `[`s after the last `]` close nothing
+    if start == -1 or '[' not in s: return None
+    pending, best = [], None                    # pending: positions in `r` of the `]`s not closed yet
+    for m in _BRACKETS.finditer(r, start):
+        if m.group() == ']': pending.append(m.start())
+        elif pending:
+            close = pending.pop()
+            if best is None or close < best[1]: best = (m.start(), close)
+            if not pending: break               # the rightmost `]` is closed: no later one can be
+    return None if best is None else s[len(s) - 1 - best[0]:len(s) - best[1]]
 
-def parse_literal(text:str, marker:str|None="####") -> Any:
-    "The last bracketed list literal in `text` (after the last `marker` when present)."
-    s = _tail(text)
-    if marker and marker in s: s = s.rsplit(marker, 1)[1]
+# %% ../../nbs/core/01_parsing.ipynb #665135d6
+_NOT_NESTER = re.compile(r"[^][{}()]+")
+
+def _too_deep(lit:str, limit:int=MAX_LITERAL_DEPTH) -> bool:
+    "Whether brackets, braces and parentheses nest more than `limit` deep in `lit` (those in strings count: a bound)."
+    t = _NOT_NESTER.sub('', lit)
+    for _ in range(limit):
+        t, before = t.replace('[]', '').replace('{}', '').replace('()', ''), t
+        if t == before: return False
+    return any(p in t for p in ('[]', '{}', '()'))
+
+def parse_literal(text:str, marker:str|None="####", alone:bool=False) -> Any:
+    "The last bracketed list literal in `text`, after the last `marker` when present (with `alone`: else all of it)."
+    s = parse_window(text)
+    marked = bool(marker) and marker in s
+    if marked: s = s.rsplit(marker, 1)[1]
     lit = _last_bracketed(s)
     if lit is None: raise FormatError(f"no [...] list found{f' after {marker!r}' if marker else ''}")
+    if alone and not marked and lit != s.strip():
+        raise FormatError(f"the reply is not a list by itself{f' and has no {marker!r} marker' if marker else ''}: "
+                          "a list quoted in other text is not an answer")
     if len(lit) > MAX_LITERAL_CHARS: raise FormatError(f"list literal too long ({len(lit)} > {MAX_LITERAL_CHARS} chars)")
+    if _too_deep(lit): raise FormatError(f"list literal nested deeper than {MAX_LITERAL_DEPTH} levels")
     try: return json.loads(lit)
-    except ValueError: pass
+    except (ValueError, RecursionError, MemoryError): pass
     try: return ast.literal_eval(lit)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
         raise FormatError(f"could not read {lit[:60]!r} as a list literal: {type(e).__name__}") from None
@@ -105,9 +157,10 @@ def parse_actions(text:str, allowed:Iterable[str]=('U','D','L','R'), marker:str|
     "A list of actions from `allowed`, read from a list literal or a bare move string after `marker`."
     allowed = list(allowed)
     canon = {a.lower(): a for a in allowed} | {w: a for w, a in _MOVE_WORDS.items() if a in allowed}
-    s = _tail(text)
-    after = s.rsplit(marker, 1)[1] if marker and marker in s else s
-    try: items = parse_literal(after, marker=None)
+    s = parse_window(text)
+    marked = bool(marker) and marker in s
+    after = s.rsplit(marker, 1)[1] if marked else s
+    try: items = parse_literal(after, marker=None, alone=not marked)
     except FormatError:
         tokens = re.findall(r"[A-Za-z]+", after.strip().splitlines()[0] if after.strip() else "")
         if len(tokens) == 1 and tokens[0].lower() not in canon: tokens = list(tokens[0])  # "UURD"
@@ -123,9 +176,9 @@ def parse_actions(text:str, allowed:Iterable[str]=('U','D','L','R'), marker:str|
 
 # %% ../../nbs/core/01_parsing.ipynb #89de73c9
 def parse_grid(text:str, size:int, marker:str|None="####", lo:int=0, hi:int|None=None) -> list[list[int]]:
-    "A `size`×`size` grid of ints in `[lo, hi]` (hi defaults to `size`)."
+    "A `size`×`size` grid of ints in `[lo, hi]` (hi defaults to `size`); without `marker`, the reply must be the grid."
     hi = size if hi is None else hi
-    g = parse_literal(text, marker=marker)
+    g = parse_literal(text, marker=marker, alone=True)
     if not (isinstance(g, list) and len(g) == size and all(isinstance(r, list) and len(r) == size for r in g)):
         raise FormatError(f"expected a {size}x{size} list of lists")
     for r, row in enumerate(g):

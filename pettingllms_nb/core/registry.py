@@ -103,6 +103,12 @@ BUILTINS = {
                                                  ('agent', 'search_single_agent')]),
     'pettingllms_nb.envs.search.oracle': (None, [('scripted', 'search_env.oracle'), ('scripted', 'search_env.random'),
                                                  ('scripted', 'search_env.no_retrieval')]),
+    'pettingllms_nb.envs.alfworld.agents': ('alfworld', [('env', 'alfworld_env'), ('agent', 'alfworld_planner'),
+                                                         ('agent', 'alfworld_executor'), ('agent', 'alfworld_single_agent'),
+                                                         ('scripted', 'alfworld_env.oracle'), ('scripted', 'alfworld_env.random')]),
+    'pettingllms_nb.envs.web.env': ('web', [('env', 'web_env')]),
+    'pettingllms_nb.envs.web.agents': ('web', [('agent', 'web_navigator'), ('agent', 'web_verifier'), ('agent', 'web_single_agent')]),
+    'pettingllms_nb.envs.web.oracle': ('web', [('scripted', 'web_env.oracle'), ('scripted', 'web_env.random')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'
 

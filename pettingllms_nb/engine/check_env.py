@@ -99,7 +99,8 @@ def _check_garbage(ctx):
     return True, f"{len(GARBAGE)} garbage responses × {len(ctx.spec.turn_order)} roles: all format errors"
 
 def _rollout(ctx, policy, max_turns, mode='independent', sample_num=1):
-    return run_sync(arollout(ctx.name, policy, mode=mode, sample_num=sample_num, seeds=ctx.seeds, max_turns=max_turns, worker=ctx.worker,
+    return run_sync(arollout(ctx.name, policy, mode=mode, sample_num=sample_num, seeds=ctx.seeds, max_turns=max_turns,
+                             worker=ctx.worker,
                              turn_order=ctx.spec.turn_order, **ctx.spec.env_kwargs))
 
 def _check_max_turns(ctx):

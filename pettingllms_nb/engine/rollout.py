@@ -143,8 +143,8 @@ async def agent_turn(slots:list[Slot], role:str, turn:int, policy, spec:RolloutS
     if not act: return []
     if spec.schedule == 'sequential':
         for s in act: s.agents[role].update_from_env(s.env, turn)
-    reqs = [Request(role, s.agents[role].current_prompt, n=sample_num if tree else 1, sampling=sampling or {}, problem_uid=s.uid,
-                    turn_idx=turn, rollout_idx=s.rollout_idx) for s in act]
+    reqs = [Request(role, s.agents[role].current_prompt, n=sample_num if tree else 1, sampling=sampling or {},
+                    problem_uid=s.uid, turn_idx=turn, rollout_idx=s.rollout_idx) for s in act]
     groups = []
     for s, comps in zip(act, await _generate(policy, reqs)):   # one list of completions per request
         if tree: groups.append([Branch(s, role, turn, i, c, s.agents[role].clone(), s.env.clone())
@@ -203,7 +203,8 @@ def renamed_kwarg(where:str, new:str, value, old:str, old_value, default=None, s
     "`value` of keyword `new`, or the deprecated `old` one (with a `DeprecationWarning`) when only that was given."
     if old_value is None: return value
     if value != default: raise TypeError(f"{where}: pass {new}= only ({old}= is its deprecated old name)")
-    warnings.warn(f"{where}({old}=...) is deprecated; use {new}={old_value!r}", DeprecationWarning, stacklevel=stacklevel)
+    warnings.warn(f"{where}({old}=...) is deprecated; use {new}={old_value!r}", DeprecationWarning,
+                  stacklevel=stacklevel)
     return old_value
 
 def _check_sample_num(sample_num) -> int:

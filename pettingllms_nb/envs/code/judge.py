@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast, asyncio, functools, json, logging, math, re, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from ...core.parsing import FormatError, clip
+from ...core.parsing import FormatError, clip, fenced_blocks, parse_window
 from ...core.registry import shared_worker
 from . import harness
 from .harness import RESULT_MARK, decode, encode
@@ -18,9 +18,9 @@ from ...sandbox import RunResult
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['CHECKS', 'MAX_SOURCE', 'MAX_TESTS', 'MAX_TEST_CHARS', 'harness_source', 'call_job', 'call_result', 'values_equal',
-           'value_matches', 'TestResult', 'judge_test', 'judge_tests', 'pass_rate', 'invalid_reason',
-           'parse_stdio_tests', 'parse_call_tests', 'parse_tests', 'check_tests']
+__all__ = ['CHECKS', 'MAX_SOURCE', 'MAX_TESTS', 'MAX_TEST_CHARS', 'MAX_ASSERT_LINES', 'MAX_ASSERT_CHARS', 'harness_source',
+           'call_job', 'call_result', 'values_equal', 'value_matches', 'TestResult', 'judge_test', 'judge_tests',
+           'pass_rate', 'invalid_reason', 'parse_stdio_tests', 'parse_call_tests', 'parse_tests', 'check_tests']
 
 # %% ../../../nbs/envs/code/73_code_judge.ipynb #7d5811e1
 @functools.cache
@@ -172,14 +172,18 @@ def invalid_reason(test:dict, style:str='stdio') -> str|None:
     return None
 
 # %% ../../../nbs/envs/code/73_code_judge.ipynb #20aea64d
-_BLOCK = re.compile(r"```[ \t]*(input|output|in|out|stdin|stdout)[^\n]*\n(.*?)```", re.S | re.I)
+_TEST_LABEL = re.compile(r"[ \t]*(input|output|in|out|stdin|stdout)", re.I)   # the label of a test block
+MAX_ASSERT_LINES = 4 * MAX_TESTS                    # assert lines read from one reply ...
+MAX_ASSERT_CHARS = 2 * MAX_TESTS * MAX_TEST_CHARS   # ... and their characters: bounded `ast` work
 
 def parse_stdio_tests(text:str) -> list[dict]:
-    "`{'input', 'output'}` pairs from ```input / ```output fenced blocks, in order."
+    "`{'input', 'output'}` pairs from ```input / ```output fenced blocks, in order (one linear pass: `fenced_blocks`)."
     tests, pending = [], None
-    for kind, body in _BLOCK.findall(text or ''):
+    for kind, body in fenced_blocks(text or '', _TEST_LABEL):
         if kind.lower() in ('input', 'in', 'stdin'): pending = body
-        elif pending is not None: tests.append({'input': pending, 'output': body}); pending = None
+        elif pending is not None:
+            tests.append({'input': pending, 'output': body})
+            pending = None
     return tests
 
 def _call_of(node, fn_name):
@@ -191,27 +195,39 @@ def _call_of(node, fn_name):
        and isinstance(f.value.func, ast.Name) and f.value.func.id == 'Solution': return node.args
     return None
 
+# %% ../../../nbs/envs/code/73_code_judge.ipynb #d317819e
+def _invalid(why:str) -> dict: return {'input': None, 'output': None, 'why': why}
+
 def parse_call_tests(text:str, fn_name:str) -> tuple[list[dict], list[dict]]:
     "`(tests, invalid)` from `assert fn_name(<literals>) == <literal>` lines; nothing is executed."
-    tests, invalid = [], []
-    for line in (text or '').splitlines():
-        s = line.strip()
-        if not s.startswith('assert'): continue
+    tests, invalid, budget = [], [], MAX_ASSERT_CHARS
+    asserts = [s for line in parse_window(text or "").splitlines() if (s := line.strip()).startswith('assert')]
+    for k, s in enumerate(asserts):
+        if k == MAX_ASSERT_LINES or len(s) > budget:
+            invalid.append(_invalid(f"only the first {MAX_ASSERT_LINES} assert lines, {MAX_ASSERT_CHARS} characters "
+                                    "in all, are read"))
+            break
+        budget -= len(s)
         try:
             with warnings.catch_warnings():   # garbage is an invalid test, not a warning
-                warnings.simplefilter('ignore', SyntaxWarning); node = ast.parse(s).body[0]
-        except SyntaxError: invalid.append({'input': None, 'output': None, 'why': f"not Python: {clip(s, 120)}"}); continue
+                warnings.simplefilter('ignore', SyntaxWarning)
+                node = ast.parse(s).body[0]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):   # a NUL: ValueError; deep nesting: the others
+            invalid.append(_invalid(f"not Python: {clip(s, 120)}"))
+            continue
         t = node.test if isinstance(node, ast.Assert) else None
         if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
-            invalid.append({'input': None, 'output': None, 'why': f"not of the form assert {fn_name}(...) == value"}); continue
+            invalid.append(_invalid(f"not of the form assert {fn_name}(...) == value"))
+            continue
         left, right = t.left, t.comparators[0]
         args = _call_of(left, fn_name)
         if args is None: args, right = _call_of(right, fn_name), left
         if args is None:
-            invalid.append({'input': None, 'output': None, 'why': f"does not call {fn_name}"}); continue
+            invalid.append(_invalid(f"does not call {fn_name}"))
+            continue
         try: tests.append({'input': [ast.literal_eval(a) for a in args], 'output': ast.literal_eval(right), 'check': 'json'})
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            invalid.append({'input': None, 'output': None, 'why': "arguments or expected value are not literals"})
+            invalid.append(_invalid("arguments or expected value are not literals"))
     return tests, invalid
 
 def parse_tests(text:str, style:str='stdio', fn_name:str='', max_tests:int=MAX_TESTS) -> tuple[list[dict], list[dict]]:

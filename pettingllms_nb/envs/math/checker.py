@@ -9,7 +9,7 @@ from __future__ import annotations
 import atexit, importlib.util, logging, os, re, subprocess, sys, threading, time
 from collections import deque
 from multiprocessing.connection import Connection, wait as wait_conns
-from ...core.parsing import MAX_PARSE_CHARS, FormatError, all_boxed, extract_boxed
+from ...core.parsing import MAX_PARSE_CHARS, FormatError, all_boxed, extract_boxed, printable
 from . import verify_worker
 
 _log = logging.getLogger(__name__)
@@ -68,6 +68,7 @@ def answer_of(text, gold:bool=False) -> tuple[str, str]:
         ans = text.strip()
         kind = 'text' if is_sentence(ans) else 'latex'
     if not ans: raise FormatError("the answer is empty")
+    if not gold: printable(ans, "the answer")     # a NUL, an escape or half a surrogate pair is not maths
     if is_error_text(ans): raise FormatError("error text, not an answer")
     cap = MAX_TEXT_CHARS if kind == 'text' else MAX_ANSWER_CHARS
     if len(ans) > cap:

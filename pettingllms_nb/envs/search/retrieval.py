@@ -344,7 +344,7 @@ def _post(self:HttpRetriever, body:dict):
         if len(raw) > MAX_REPLY_BYTES:
             raise RetrievalError(f"retrieval server {self.url}: reply larger than {MAX_REPLY_BYTES} bytes")
         try: return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):   # RecursionError: JSON nested deeper than the decoder recurses
             raise RetrievalError(f"retrieval server {self.url} replied with something that is not JSON: "
                                  f"{raw[:200]!r}") from None
     raise RetrievalError(f"retrieval server {self.url}: {last} (after {attempt + 1} attempt{'s' if attempt else ''}); "

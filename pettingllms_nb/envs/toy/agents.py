@@ -19,7 +19,8 @@ __all__ = ['SCOUT_REWARDS', 'RUNNER_REWARDS', 'parse_number', 'Scout', 'Runner']
 def parse_number(response) -> int:
     "The one integer of a `#### [k]` answer; anything else is a `FormatError`."
     v = parse_literal(response)
-    if len(v) != 1 or not isinstance(v[0], int) or isinstance(v[0], bool): raise FormatError("expected #### [k], one integer")
+    if len(v) != 1 or not isinstance(v[0], int) or isinstance(v[0], bool):
+        raise FormatError("expected #### [k], one integer")
     return v[0]
 
 # %% ../../../nbs/envs/toy/16_toy_agents.ipynb #1de7dc1b

@@ -29,7 +29,8 @@ ORACLES = {'scout': scout_truth, 'runner': runner_trust}
 @register_scripted('toy_relay', 'oracle')
 def oracle_policy(request) -> str:
     "Both roles' oracle: the scout tells the truth and the runner trusts it."
-    if request.role not in ORACLES: raise KeyError(f"toy_relay oracle: no oracle for role {request.role!r}; roles: {list(ORACLES)}")
+    if request.role not in ORACLES:
+        raise KeyError(f"toy_relay oracle: no oracle for role {request.role!r}; roles: {list(ORACLES)}")
     return ORACLES[request.role](request)
 
 @register_scripted('toy_relay', 'random')

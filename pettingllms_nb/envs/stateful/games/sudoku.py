@@ -215,7 +215,7 @@ def solve_sudoku(state:SudokuState) -> list[list[int]]:
 # %% ../../../../nbs/envs/stateful/21_sudoku.ipynb #c0bb7368
 def parse_sudoku(text:str, size:int=4, marker:str|None="####") -> list:
     "A full `size`×`size` grid or a list of `[row, col, value]` placements, read from model text."
-    a = parse_literal(text, marker=marker)
+    a = parse_literal(text, marker=marker, alone=True)
     if _is_full_grid(a, size):
         for r, row in enumerate(a):
             for c, v in enumerate(row):

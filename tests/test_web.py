@@ -1,0 +1,263 @@
+"""web_env: WebShop's reward, the oracle and random policies, text mode against Chromium, hostile actions, crashes and hangs.
+
+Browser tests skip without Playwright or Chromium (`pip install 'pettingllms-nb[web]'`, `apt-get install chromium`);
+the module's fixture closes every browser and checks that no Chromium process of ours is left."""
+import asyncio, os, random, signal, time
+import pytest
+from pettingllms_nb.core.agent import take_turn
+from pettingllms_nb.core.parsing import FormatError
+from pettingllms_nb.core.registry import make_agent, registry
+from pettingllms_nb.engine.check_env import check_env
+from pettingllms_nb.engine.rollout import rollout
+from pettingllms_nb.envs.web.data import make_catalogue, webshop_reward
+from pettingllms_nb.envs.web.env import WebEnv
+from pettingllms_nb.envs.web.observation import Action, El, TextBrowser, parse_action
+from pettingllms_nb.envs.web.oracle import oracle_policy, random_policy
+from pettingllms_nb.envs.web.browser import (BrowserError, BrowserPage, BrowserPool, browser_available, browser_processes,
+                                             close_browsers, shared_pool)
+from pettingllms_nb.envs.web.shop import close_shop_servers
+
+NO_BROWSER = browser_available()
+needs_browser = pytest.mark.skipif(NO_BROWSER is not None, reason=str(NO_BROWSER))
+
+
+@pytest.fixture(scope='module', autouse=True)
+def no_browser_left():
+    "Every browser this module starts is closed at its end, and no Chromium process of ours survives."
+    yield
+    close_browsers()
+    close_shop_servers()
+    for _ in range(20):
+        if not browser_processes(): break
+        time.sleep(0.25)
+    assert browser_processes() == [], f"Chromium processes left running: {browser_processes()}"
+
+
+# -- WebShop's reward, by hand ------------------------------------------------------------------------------------------
+GOAL = {'query': 'hiking socks', 'product_category': 'clothing › socks › hiking socks', 'name': 'Tidewell Merino Wool Hiking Socks',
+        'attributes': ['merino wool', 'cushioned', 'seamless toe'], 'goal_options': {'color': 'grey', 'size': 'm'}, 'price_upper': 30.0}
+ITEM = {'asin': 'T1', 'name': 'Tidewell Merino Wool Cushioned Hiking Socks', 'Title': 'Tidewell Merino Wool Cushioned Hiking Socks',
+        'query': 'hiking socks', 'product_category': 'clothing › socks › hiking socks', 'Attributes': ['merino wool', 'cushioned'],
+        'BulletPoints': ['Merino wool', 'Cushioned'], 'Description': 'Warm socks.', 'options': {}, 'price': 19.99}
+
+@pytest.mark.parametrize('item, price, options, expected', [
+    (ITEM, 19.99, {'color': 'grey', 'size': 'm'}, (2 + 2 + 1) / 6),                       # seamless toe missing
+    (ITEM, 35.00, {'color': 'grey', 'size': 'm'}, (2 + 2 + 0) / 6),                       # over the price limit
+    (ITEM, 19.99, {'color': 'heather grey', 'size': 'l'}, (2 + 1 + 1) / 6),               # colour normalised; wrong size
+    ({**ITEM, 'Description': 'A seamless toe.'}, 19.99, {'color': 'grey', 'size': 'm'}, 1.0),   # found in the text
+    ({**ITEM, 'query': 'yoga mat', 'product_category': 'sports › fitness › yoga mats', 'name': 'Zephra Yoga Mat'},
+     5.0, {'color': 'grey', 'size': 'm'}, 0.0),                                           # another kind of thing
+    ({**ITEM, 'query': 'socks', 'product_category': 'x › y', 'name': 'Generic Hiking Sock Set'}, 19.99,
+     {'color': 'grey', 'size': 'm'}, (2 + 2 + 1) / 6 * 0.5),         # query, category miss; 1 of 5 title words (not > 0.2): 0.5
+])
+def test_webshop_reward_by_hand(item, price, options, expected):
+    assert webshop_reward(item, GOAL, price, options)[0] == pytest.approx(expected)
+
+
+# -- text mode ----------------------------------------------------------------------------------------------------------
+def test_oracle_solves_every_heldout_shop_task():
+    for order in (['web_navigator', 'web_verifier'], ['web_single_agent']):
+        t = rollout('web_env', oracle_policy, seeds=range(100), split='test', max_turns=14, turn_order=order)
+        assert [e.problem_uid for e in t.episodes if not e.success] == []
+        assert len({e.problem_uid for e in t.episodes}) == 100
+
+
+def test_random_actions_rarely_succeed():
+    t = rollout('web_env', random_policy, seeds=range(100), split='test', max_turns=14)
+    assert sum(e.success for e in t.episodes) <= 2
+    assert any(s.reward_terms.get('invalid') for s in t)       # random clicks do hit invalid actions
+
+
+def test_check_env_text_mode():
+    for policy in (None, random_policy, oracle_policy):
+        assert check_env('web_env', policy=policy).ok
+    assert check_env('web_env', turn_order=['web_single_agent'], policy=random_policy).ok
+
+
+def test_action_parser_is_total():
+    rng = random.Random(0)
+    alphabet = 'click(fill, select)scroll"\'\\press[]0123456789 stop\n\x00é'
+    for _ in range(3000):
+        s = ''.join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        try: parse_action(s)
+        except FormatError: pass
+    t0 = time.perf_counter()
+    for s in ('click(' * 50_000, '"' * 200_000, 'fill(1, "' + '\\' * 200_000):
+        with pytest.raises(FormatError): parse_action(s)
+    assert time.perf_counter() - t0 < 5
+
+
+def _hostile_links(tb:TextBrowser):
+    "Add a link off the site and a javascript: link to a text-mode page (a compromised page would carry them)."
+    main = next(e for e in tb.body.elements() if e.tag == 'main')
+    for n, (href, text) in enumerate([('https://example.org/steal', 'elsewhere'), ('javascript:alert(1)', 'run'),
+                                      ('//evil.example/x', 'protocol-relative')]):
+        el = El('a', {'href': href, 'data-pllm-id': str(900 + n)}, [text], main)
+        main.children.append(el)
+
+
+def test_hostile_actions_stay_on_the_site_in_text_mode():
+    env = WebEnv(split='test')
+    env.reset(0)
+    tb = env.driver
+    _hostile_links(tb)
+    for i in (900, 901, 902):
+        r = tb.act(Action('click', i))
+        assert not r.ok and r.error.startswith('blocked'), r
+    assert tb.url.startswith('http://127.0.0.1/s/')
+    box = next(n for n in tb.observe().nodes if n['role'] == 'textbox')
+    assert tb.act(Action('fill', box['id'], 'javascript:alert(document.cookie)')).ok
+    assert tb.act(Action('press', text='Enter')).ok
+    env.sync()
+    obs = tb.observe()
+    assert obs.title == 'Results for javascript:alert(document.cookie) (page 1 of 1)'
+    assert tb.url.startswith(tb.base)                            # a search for the text, on the site
+    nav = make_agent('web_navigator')
+    nav.update_from_env(env, 0)
+    take_turn(nav, env, 'goto("https://example.org")')           # not an action at all
+    assert nav.format_error is not None and env.state.title == obs.title
+    env.close()
+
+
+def test_tree_branches_step_their_own_copies():
+    "Tree sampling in text mode: each branch's state is the result of its own action (defect 1 of the reference)."
+    def mixed(request, rng): return oracle_policy(request) if rng.random() < 0.5 else random_policy(request, rng)
+    t = rollout('web_env', mixed, mode='tree', sample_num=3, seeds=range(4), split='test', max_turns=6)
+    for s in t:
+        if s.agent == 'web_navigator' and s.format_error is None:
+            mine = [h for h in s.state_after['history'] if h['role'] == 'web_navigator']
+            assert mine and mine[-1]['action'] == str(Action(**s.action)), (s.id, mine[-1], s.action)
+    groups = {}
+    for s in t: groups.setdefault(s.group_id, []).append(s)
+    assert any(len({str(x.state_after['history']) for x in g}) > 1 for g in groups.values())
+
+
+# -- the browser --------------------------------------------------------------------------------------------------------
+def _play(backend:str, policy, seed:int, turn_order=('web_navigator', 'web_verifier'), max_turns=12):
+    return rollout('web_env', policy, seeds=[seed], split='test', backend=backend, max_turns=max_turns, turn_order=list(turn_order),
+                   screenshots=False)
+
+@needs_browser
+@pytest.mark.parametrize('policy, seed', [(oracle_policy, 3), (random_policy, 7)])
+def test_text_and_browser_modes_agree(policy, seed):
+    "The same episode in text mode and in Chromium: the same observation, actions, rewards and reward terms at every step."
+    text, browser = _play('text', policy, seed), _play('browser', policy, seed)
+    assert len(text.steps) == len(browser.steps) > 4
+    for a, b in zip(text.steps, browser.steps):
+        assert (a.agent, a.completion) == (b.agent, b.completion)
+        assert a.state_after['observation'] == b.state_after['observation'], a.id
+        assert (a.reward, a.reward_terms) == (b.reward, b.reward_terms), a.id
+        assert b.infra_error is None
+    assert [(e.success, e.rewards) for e in text.episodes] == [(e.success, e.rewards) for e in browser.episodes]
+
+
+@needs_browser
+def test_hostile_pages_cannot_take_the_browser_off_the_site():
+    env = WebEnv(split='test', backend='browser', screenshots=False)
+    env.reset(0)
+    bp = env.driver
+    page = bp._slot[0].page
+    bp.pool.call(page.evaluate("""() => { for (const [h, t] of [['https://example.org/steal', 'elsewhere'],
+        ['javascript:alert(1)', 'run']]) { const a = document.createElement('a'); a.href = h; a.textContent = t;
+        document.querySelector('main').appendChild(a); } }"""))
+    bp.pool.call(bp._read(page))
+    nav = make_agent('web_navigator')
+    for name in ('elsewhere', 'run'):
+        link = next(n for n in bp.observe().nodes if n['name'] == name)
+        nav.update_from_env(env, 0)
+        take_turn(nav, env, f"click({link['id']})")
+        assert nav.reward_terms['invalid'] == -1.0 and 'blocked' in env.state.last_result
+        assert bp.url.startswith(bp.start.allowed[0])
+    bp.pool.call(page.evaluate("() => { window.location.href = 'https://example.org/steal'; }"))
+    nav.update_from_env(env, 0)
+    take_turn(nav, env, 'scroll(down)')
+    assert 'left the site' in env.state.last_result and bp.url.startswith(bp.start.allowed[0])
+    assert env.state.title == 'Shop'                             # rebuilt from the history
+    env.close()
+
+
+def _kill_chromium():
+    for pid in browser_processes():
+        try: os.kill(pid, signal.SIGKILL)
+        except OSError: pass
+
+@needs_browser
+def test_a_crashed_browser_is_an_infra_error_not_a_reward():
+    "Chromium killed in the middle of an episode: that step is marked `infra_error`, and the episode still succeeds."
+    killed = []
+    def crashing(request):
+        if request.role == 'web_navigator' and request.turn_idx == 2 and not killed:
+            killed.append(request.turn_idx)
+            _kill_chromium()
+        return oracle_policy(request)
+    t = rollout('web_env', crashing, seeds=[1], split='test', backend='browser', max_turns=14, screenshots=False)
+    bad = [s for s in t if s.infra_error]
+    assert killed and len(bad) == 1 and bad[0].turn_idx == 2 and bad[0].infra_error.startswith('browser:')
+    assert bad[0].reward_terms['task'] == 0.0 and bad[0].state_after['infra_errors'] == 1
+    assert t.episodes[0].success                                  # the page was rebuilt and the oracle carried on
+
+
+@needs_browser
+def test_a_hung_browser_is_an_infra_error(monkeypatch):
+    import pettingllms_nb.envs.web.browser as B
+    env = WebEnv(split='test', backend='browser', screenshots=False)
+    env.reset(2)                                     # opened within the pool's usual time limit
+    pool = env.driver.pool
+    async def hang(self, page, a, replay=False): await asyncio.sleep(3600)
+    monkeypatch.setattr(B.BrowserPage, '_do', hang)
+    monkeypatch.setattr(pool, 'op_timeout', 3)
+    nav = make_agent('web_navigator')
+    nav.update_from_env(env, 0)
+    t0 = time.monotonic()
+    take_turn(nav, env, 'press(Enter)')
+    assert nav.infra_error and 'did not answer within 3 s' in nav.infra_error and time.monotonic() - t0 < 30
+    assert env.state.infra_errors == 1 and not env.done
+    env.close()
+
+
+@needs_browser
+@pytest.mark.slow
+def test_check_env_browser_mode():
+    assert check_env('web_env', backend='browser', policy=random_policy, screenshots=False).ok
+    assert len(shared_pool()._leases) <= shared_pool().max_contexts
+
+
+@needs_browser
+@pytest.mark.slow
+def test_miniwob_oracle_solves_the_subset():
+    "Five held-out episodes of every task of the documented subset: the oracle (navigator + verifier) solves them all."
+    from pettingllms_nb.envs.web.data import MINIWOB_TASKS
+    episodes, failed, infra = 0, [], 0
+    for task in MINIWOB_TASKS:          # a task at a time: five episodes at once fit the pool (no eviction, no replay)
+        t = rollout('web_env', oracle_policy, seeds=range(5), family='miniwob', backend='browser', split='test',
+                    tasks=[task], max_turns=8, screenshots=False)
+        episodes, infra = episodes + len(t.episodes), infra + sum(bool(s.infra_error) for s in t)
+        failed += [e.problem_uid for e in t.episodes if not e.success]
+    assert (episodes, failed, infra) == (100, [], 0)
+
+
+# -- presets ------------------------------------------------------------------------------------------------------------
+WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'web_miniwob', 'web_shop', 'web_shop_single']
+
+@pytest.mark.parametrize('name', WEB_PRESETS)
+def test_presets_load(name):
+    from pettingllms_nb.core.config import agent_policies, agent_roles, env_kwargs, load_config
+    cfg = load_config(name)
+    kw = env_kwargs(cfg)
+    assert cfg.env.name == 'web_env' and cfg.training.experiment_name == name
+    assert agent_roles(cfg) == (['web_single_agent'] if name.endswith('_single') else ['web_navigator', 'web_verifier'])
+    assert kw['backend'] == ('browser' if 'miniwob' in name else 'text')
+    if name.startswith('gpu_'):      # the reference's AT-GRPO settings, one LoRA adapter per agent
+        t = cfg.training
+        assert (t.total_training_steps, t.train_batch_size, t.train_sample_num, t.lr, t.clip_ratio) == (200, 32, 8, 5e-6, 0.2)
+        assert (cfg.specialization, cfg.lora_rank, cfg.lora_alpha, t.device) == ('lora', 16, 32, 'cuda')
+        assert {r: p['adapter'] for r, p in agent_policies(cfg).items()} == {'web_navigator': 'web_navigator', 'web_verifier': 'web_verifier'}
+        assert cfg.base_models.policy_0.path.startswith('Qwen/Qwen3-')
+    if name.startswith('tiny_'): assert cfg.base_models.policy_0.path == 'tiny' and kw['prompt_style'] == 'compact'
+
+
+def test_text_presets_play_with_the_oracle():
+    from pettingllms_nb.core.config import load_config
+    for name in ('web_shop', 'web_shop_single', 'tiny_web_shop'):
+        t = rollout(load_config(name), oracle_policy, seeds=[0, 1, 1_000_000])
+        assert all(e.success for e in t.episodes), name
