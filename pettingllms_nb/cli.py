@@ -106,9 +106,14 @@ def _cmd_retrieval_server(args):
     return 0
 
 def _cmd_demo(args):
-    from pettingllms_nb.demo import run_demo
-    run_demo(out_dir=args.out, seeds=args.seeds, quick=args.quick, steps=args.steps, anchors=not args.no_anchors,
-             workers=args.workers)
+    from pettingllms_nb.demo import run_demo, DEMO_GAMES
+    bad = ([f"--game {args.game!r}: allowed: {sorted(DEMO_GAMES)}"] if args.game not in DEMO_GAMES else []) + \
+          [f"--{k} {v}: expected an integer >= 1" for k, v in (('seeds', args.seeds), ('episodes', args.episodes)) if v < 1]
+    if bad:
+        print("pettingllms-nb demo: " + "; ".join(bad), file=sys.stderr)
+        return 2
+    run_demo(out_dir=args.out, episodes=args.episodes, seeds=args.seeds, game=args.game, quick=args.quick,
+             steps=args.steps, anchors=not args.no_anchors, train=not args.no_train, workers=args.workers)
     return 0
 
 # %% ../nbs/cli/40_cli.ipynb #83fd185f
@@ -224,10 +229,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)"); s.add_argument("--port", type=int, default=8000)
     s.set_defaults(fn=_cmd_retrieval_server)
     s = sub.add_parser("demo", help="the CPU demo: success rates per game, a table and a plot")
-    s.add_argument("--out", default="outputs/demo"); s.add_argument("--seeds", type=int, default=100)
+    s.add_argument("--out", default=None, help="output folder (default: outputs/demo, or outputs/demo_GAME)")
+    s.add_argument("--game", default="plan_path",
+                   help="the game the rows train on: plan_path (compact) or plan_path_tool (with board tools)")
+    s.add_argument("--seeds", type=int, default=1, help="training seeds per row: the table gives mean and 95%% interval")
+    s.add_argument("--episodes", type=int, default=100, help="held-out episodes every row is scored on")
     s.add_argument("--steps", type=int, default=80, help="training steps per trained row")
     s.add_argument("--workers", type=int, default=None, help="processes for the training rows (default: one per core, at most 3)")
     s.add_argument("--no-anchors", action="store_true", help="skip the scripted anchors table")
+    s.add_argument("--no-train", action="store_true", help="skip the training rows")
     s.add_argument("--quick", action="store_true", help="a smoke-sized run"); s.set_defaults(fn=_cmd_demo)
     add_data_parser(sub)
     return p

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/demo.html.md"""
 
 # %% ../nbs/cli/41_demo.ipynb #55e251d1
 from __future__ import annotations
-import json, logging, random, time
+import json, logging, os, random, time
 from pathlib import Path
 from .core.config import load_config, DEMO_SEED_BASE   # far from training and validation seeds
 from .engine.rollout import rollout
@@ -15,9 +15,9 @@ from .envs.stateful import game_from_prompt, oracle_policy, random_policy, respo
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'ROWS', 'SYSTEMS_TRAINED',
-           'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors', 'run_training',
-           'run_demo']
+__all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_GAMES', 'GRPO', 'ROWS',
+           'COMPARISONS', 'SYSTEMS_TRAINED', 'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table',
+           'run_anchors', 'summarise', 'format_training_table', 'run_training', 'run_demo']
 
 # %% ../nbs/cli/41_demo.ipynb #6f08ad2f
 _PROGRAM_HEAD = "import json\nstate = json.loads(__STATE__)\n"
@@ -138,104 +138,211 @@ def run_anchors(out_dir="outputs/demo", seeds:int=100, quick:bool=False, games=N
     print(f"Anchors, success rate (%) over {n} held-out seeds per game:\n\n{table}\n")
     return summary
 
-# %% ../nbs/cli/41_demo.ipynb #743b8a4d
-ROWS = [('single agent', 'tiny_plan_path_single', None),
-        ('single agent + GRPO', 'tiny_plan_path_single', ['training.algorithm=grpo', 'training.rollout_mode=independent']),
-        ('two-agent system', 'tiny_plan_path', None),
-        ('two-agent system + AT-GRPO (shared policy)', 'tiny_plan_path', []),
-        ('two-agent system + AT-GRPO (per-agent LoRA)', 'tiny_plan_path_lora', [])]
-SYSTEMS_TRAINED = [['stateful_single_agent'], ['tool_call_agent', 'plan_agent']]   # warm-start demonstrations of both systems
+# %% ../nbs/cli/41_demo.ipynb #1b6e682b
+DEMO_GAMES = {   # the games the demo trains on: a title and the presets of each system
+    'plan_path': dict(title='compact Plan-Path 4x4', single='tiny_plan_path_single', pair='tiny_plan_path',
+                      lora='tiny_plan_path_lora'),
+    'plan_path_tool': dict(title='Plan-Path 4x4 with board tools', single='tiny_plan_path_tool_single',
+                           pair='tiny_plan_path_tool', lora='tiny_plan_path_tool_lora'),
+}
+GRPO = ['training.algorithm=grpo', 'training.rollout_mode=independent']   # one group per problem, as in GRPO
+ROWS = [('single agent', 'single', None),                                 # (name, system, training overrides)
+        ('single agent + GRPO', 'single', GRPO),                          # None: the untrained base, scored only
+        ('two-agent system', 'pair', None),
+        ('two-agent system + GRPO (trajectory-level groups)', 'pair', GRPO),
+        ('two-agent system + AT-GRPO (shared policy)', 'pair', []),
+        ('two-agent system + AT-GRPO (per-agent LoRA)', 'lora', [])]
+COMPARISONS = [   # (what, row, minus row): paired differences in the summary
+    ('AT-GRPO over GRPO, two agents', 'two-agent system + AT-GRPO (shared policy)',
+     'two-agent system + GRPO (trajectory-level groups)'),
+    ('AT-GRPO (shared) over no training, two agents', 'two-agent system + AT-GRPO (shared policy)', 'two-agent system'),
+    ('AT-GRPO (per-agent LoRA) over no training', 'two-agent system + AT-GRPO (per-agent LoRA)', 'two-agent system'),
+    ('GRPO over no training, single agent', 'single agent + GRPO', 'single agent'),
+    ('two agents + AT-GRPO over single agent + GRPO', 'two-agent system + AT-GRPO (shared policy)',
+     'single agent + GRPO')]
+SYSTEMS_TRAINED = [['stateful_single_agent'], ['tool_call_agent', 'plan_agent']]   # warm-start demonstrations of both
 
-def _evaluate(trainer, seeds) -> dict:
-    m = trainer.evaluate(seeds=seeds, prefix='test')
-    return {k.split('/', 1)[1]: round(v, 4) for k, v in m.items()}
+# %% ../nbs/cli/41_demo.ipynb #94af813a
+def _build_base(preset:str, overrides:list, path:str, threads:int=1) -> str:
+    "Warm-start a tiny base on demonstrations of both systems (`training.seed` of `overrides`); its directory."
+    import torch
+    from pettingllms_nb.training.trainer import build_tiny_base
+    torch.set_num_threads(threads)   # as every job: the same kernels whichever process runs it
+    return str(build_tiny_base(load_config(preset, overrides), path, systems=SYSTEMS_TRAINED))
 
-def _row_dir(out:Path, name:str) -> Path:
-    return out / 'runs' / name.replace(' ', '_').replace('+', 'plus').replace('(', '').replace(')', '')
+def _score(trainer, seeds:list) -> tuple:
+    "Greedy metrics on `seeds` and each seed's success (the mean over its episodes), in the order of `seeds`."
+    from pettingllms_nb.core.config import agent_config
+    from pettingllms_nb.training.trainer import trace_metrics
+    t = trainer.cfg.training
+    temp = float(agent_config(trainer.cfg, trainer.roles[0]).val_temperature)
+    tr = trainer.collect(seeds=seeds, mode='independent', sample_num=t.validate_sample_num, temperature=temp)
+    by_seed = {}
+    for e in tr.episodes: by_seed.setdefault(e.seed, []).append(float(e.success))
+    metrics = {k.split('/', 1)[1]: round(v, 4) for k, v in trace_metrics(tr, 'test').items()}
+    return metrics, [sum(by_seed[s]) / len(by_seed[s]) for s in seeds]
 
-def _run_row(name:str, preset:str, train, overrides:list, out_dir:str, test_seeds:list, progress:bool=False, threads:int=1) -> tuple:
-    "Train one row (unless `train` is None) and evaluate it on `test_seeds`: `(name, row, curve)`. Runs in a worker process."
+def _run_row(name:str, seed:int, preset:str, train, overrides:list, out_dir:str, test_seeds:list,
+             progress:bool=False, threads:int=1) -> dict:
+    "Train one row for one seed (unless `train` is None) and score it on `test_seeds`. Runs in a worker process."
     import torch
     from pettingllms_nb.training.trainer import Trainer
     torch.set_num_threads(threads)
-    t1 = time.perf_counter()
-    tr = Trainer(preset, overrides + (train or []), out_dir=out_dir, progress=progress)
-    curve = tr.fit() if train is not None else None
-    return name, {**_evaluate(tr, test_seeds), 'trained_steps': tr.step, 'seconds': round(time.perf_counter() - t1, 1)}, curve
-
-def _run_rows(jobs:list, workers:int, progress:bool, threads:int) -> list:
-    "Run the rows, in `workers` processes when more than one (training rows first: they take longest)."
-    if workers <= 1: return [_run_row(*j, progress=progress, threads=threads) for j in jobs]
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from tqdm.auto import tqdm
-    from pettingllms_nb.demo import _run_row as run_row   # by its module path, so spawned processes can import it
-    order = sorted(jobs, key=lambda j: j[2] is None)
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
-        futs = [ex.submit(run_row, *j, progress=False, threads=threads) for j in order]
-        done = []
-        for f in tqdm(as_completed(futs), total=len(futs), desc=f"demo rows ({workers} processes)", disable=not progress):
-            done.append(f.result()); _log.info("%s: %s", done[-1][0], done[-1][1]['success_rate'])
-    return done
-
-def run_training(out_dir="outputs/demo", seeds:int=100, steps:int=80, quick:bool=False, threads:int=1,
-                 workers:int|None=None) -> dict:   # processes for the rows; default: one per core, at most 3
-    "Train and evaluate the five rows; write summary.json, table.md and curves.png into `out_dir`."
-    import torch
-    from pettingllms_nb.training.trainer import build_tiny_base
-    from pettingllms_nb.sandbox import _cores
-    torch.set_num_threads(threads)
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    if quick: seeds, steps = 8, 2
-    workers = workers or min(3, _cores())
-    test_seeds = list(range(DEMO_SEED_BASE, DEMO_SEED_BASE + seeds))
-    small = ['training.train_batch_size=4', 'training.train_sample_num=2', 'training.val_size=4', 'training.warmstart_steps=20'] if quick else []
-    common = [f'training.total_training_steps={steps}', f'training.val_freq={max(1, steps // 4)}'] + small
     t0 = time.perf_counter()
-    base = build_tiny_base(load_config('tiny_plan_path', common), out / 'base', systems=SYSTEMS_TRAINED)
-    jobs = [(name, preset, train, common + [f'base_models.policy_0.path={base}'], str(_row_dir(out, name)), test_seeds)
-            for name, preset, train in ROWS]
-    results = {name: (row, curve) for name, row, curve in _run_rows(jobs, workers, progress=not quick, threads=threads)}
-    rows = {name: results[name][0] for name, *_ in ROWS}
-    curves = {name: results[name][1] for name, _, train in ROWS if train is not None}
-    table = "| method | success rate (%) on held-out seeds |\n|---|---:|\n" + '\n'.join(
-        f"| {n} | {100 * r['success_rate']:.1f} |" for n, r in rows.items())
-    mas0, mas1 = rows['two-agent system']['success_rate'], rows['two-agent system + AT-GRPO (shared policy)']['success_rate']
-    summary = {'game': 'plan_path 4x4 (compact prompts)', 'model': 'tiny char-level Qwen3 (~90k parameters)', 'test_seeds': len(test_seeds),
-               'seed_range': [test_seeds[0], test_seeds[-1]], 'steps': steps, 'workers': workers, 'rows': rows, 'table': table,
-               'at_grpo_gain_shared': round(mas1 - mas0, 4),
-               'at_grpo_gain_lora': round(rows['two-agent system + AT-GRPO (per-agent LoRA)']['success_rate'] - mas0, 4),
-               'seconds': round(time.perf_counter() - t0, 1)}
-    (out / 'summary.json').write_text(json.dumps(summary, indent=2))
-    (out / 'table.md').write_text(table + '\n')
-    _plot_curves(curves, out / 'curves.png')
-    print(f"Tiny model on compact Plan-Path, greedy success over {len(test_seeds)} held-out seeds:\n\n{table}\n")
-    return summary
+    tr = Trainer(preset, overrides + (train or []), out_dir=out_dir, progress=progress)
+    curve = list(tr.fit()) if train is not None else None
+    metrics, successes = _score(tr, test_seeds)
+    return dict(name=name, seed=seed, metrics={**metrics, 'trained_steps': tr.step}, successes=successes,
+                curve=curve, seconds=round(time.perf_counter() - t0, 1))
 
-def _plot_curves(curves:dict, path):
-    "Validation success and train reward of the trained rows, written to `path` (pyplot and the backend untouched)."
+# %% ../nbs/cli/41_demo.ipynb #da2a234a
+def _run_jobs(fn, jobs:list, workers:int, desc:str, progress:bool) -> list:
+    "`fn(*job)` for every job, in `workers` spawned processes when more than one (jobs in the order given)."
+    from tqdm.auto import tqdm
+    if workers <= 1: return [fn(*j) for j in tqdm(jobs, desc=desc, disable=not progress)]
+    import importlib, multiprocessing as mp
+    fn = getattr(importlib.import_module('pettingllms_nb.demo'), fn.__name__)   # by module path, for spawned workers
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
+        futs = [ex.submit(fn, *j) for j in jobs]
+        return [f.result() for f in tqdm(futs, desc=f"{desc} ({workers} processes)", disable=not progress)]
+
+def _rows_dir(out:Path, name:str, seed:int) -> Path:
+    slug = name.replace(' ', '_').replace('+', 'plus').replace('(', '').replace(')', '').replace('-', '_')
+    return out / 'runs' / slug / f"seed_{seed}"
+
+# %% ../nbs/cli/41_demo.ipynb #97f77156
+def _environment(threads:int) -> dict:
+    "The software and machine the numbers came from (what the same machine always reports the same way)."
+    import platform, torch, transformers, peft
+    cpu = next((l.split(':', 1)[1].strip() for l in Path('/proc/cpuinfo').read_text().splitlines()
+                if l.startswith('model name')), platform.processor()) if Path('/proc/cpuinfo').exists() else ''
+    return {'python': platform.python_version(), 'torch': torch.__version__, 'transformers': transformers.__version__,
+            'peft': peft.__version__, 'machine': platform.machine(), 'cpu': cpu, 'torch_threads_per_process': threads}
+
+def summarise(results:list, game:str, test_seeds:list, seeds:list, steps:int, n_boot:int=10_000,
+              boot_seed:int=0) -> dict:
+    "The summary of the rows' results: per row the mean, the 95% interval and each seed's numbers; the comparisons."
+    from pettingllms_nb.training.intervals import interval, difference
+    by = {(r['name'], r['seed']): r for r in results}
+    matrix = {name: [by[(name, s)]['successes'] for s in seeds] for name, *_ in ROWS}
+    rows = {}
+    for name, *_ in ROWS:
+        iv = interval(matrix[name], n_boot=n_boot, seed=boot_seed)
+        rows[name] = {'success_rate': round(iv.mean, 4), 'ci95': [round(iv.lo, 4), round(iv.hi, 4)],
+                      'per_seed': {str(s): {**by[(name, s)]['metrics'], 'successes': by[(name, s)]['successes']}
+                                   for s in seeds}}
+    diffs = {}
+    for what, a, b in COMPARISONS:
+        d = difference(matrix[a], matrix[b], n_boot=n_boot, seed=boot_seed)
+        diffs[what] = {'row': a, 'minus': b, 'difference': round(d.mean, 4), 'ci95': [round(d.lo, 4), round(d.hi, 4)]}
+    return {'game': game, 'title': DEMO_GAMES[game]['title'], 'model': 'tiny char-level Qwen3 (~90k parameters)',
+            'test_episodes': len(test_seeds), 'seed_range': [test_seeds[0], test_seeds[-1]], 'training_seeds': seeds,
+            'steps': steps, 'bootstrap': {'n_boot': n_boot, 'seed': boot_seed, 'level': 0.95,
+                                          'resample': ['training seeds', 'held-out episodes']},
+            'rows': rows, 'differences': diffs}
+
+# %% ../nbs/cli/41_demo.ipynb #d7a27b75
+def format_training_table(summary:dict) -> str:
+    "Markdown: each row's mean success and 95% interval (and every seed's), then the paired differences."
+    k = len(summary['training_seeds'])
+    head = (f"| method | success rate (%) | 95% interval | {'per training seed' if k > 1 else 'training seed 0'} |\n"
+            "|---|---:|---:|---|")
+    pct = lambda x: f"{100 * x:.1f}"
+    rows = [f"| {n} | {pct(r['success_rate'])} | {pct(r['ci95'][0])}–{pct(r['ci95'][1])} | "
+            + ', '.join(pct(s['success_rate']) for s in r['per_seed'].values()) + " |" for n, r in summary['rows'].items()]
+    sign = lambda x: f"{100 * x:+.1f}"
+    diffs = [f"| {w} | {sign(d['difference'])} | {sign(d['ci95'][0])} to {sign(d['ci95'][1])} |"
+             for w, d in summary['differences'].items()]
+    return '\n'.join([head, *rows, '', "| paired difference | points | 95% interval |", "|---|---:|---:|", *diffs])
+
+# %% ../nbs/cli/41_demo.ipynb #f95261a2
+def _plot_curves(results:list, summary:dict, path):
+    "Curves of the trained rows and every row's interval, written to `path` (pyplot and the backend untouched)."
     from pettingllms_nb.training.trainer import new_figure
-    fig = new_figure(figsize=(11, 3.6))
-    axs = fig.subplots(1, 2)
-    for name, hist in curves.items():
-        v = [(h['step'], h['val/success_rate']) for h in hist if 'val/success_rate' in h]
-        if v: axs[0].plot(*zip(*v), 'o-', label=name)
-        r = [(h['step'], sum(h[k] for k in h if k.startswith('train/') and k.endswith('/reward'))) for h in hist if 'train/success_rate' in h]
-        if r: axs[1].plot(*zip(*r), label=name)
+    fig = new_figure(figsize=(16, 3.8))
+    axs = fig.subplots(1, 3)
+    for name, _, train in ROWS:
+        if train is None: continue
+        hists = [r['curve'] for r in results if r['name'] == name and r['curve']]
+        for ax, pick in ((axs[0], lambda h: h.get('val/success_rate')),
+                         (axs[1], lambda h: sum(h[k] for k in h if k.startswith('train/') and k.endswith('/reward'))
+                                            if 'train/success_rate' in h else None)):
+            pts = [sorted((h['step'], pick(h)) for h in hist if pick(h) is not None) for hist in hists]
+            if not pts or not pts[0]: continue
+            xs = [x for x, _ in pts[0]]
+            ys = [[p[i][1] for p in pts if i < len(p)] for i in range(len(xs))]
+            line, = ax.plot(xs, [sum(y) / len(y) for y in ys], 'o-' if ax is axs[0] else '-', label=name, ms=3)
+            if len(hists) > 1: ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15,
+                                               color=line.get_color())
+    names, rows = list(summary['rows']), list(summary['rows'].values())
+    means = [100 * r['success_rate'] for r in rows]
+    err = [[m - 100 * r['ci95'][0] for m, r in zip(means, rows)], [100 * r['ci95'][1] - m for m, r in zip(means, rows)]]
+    axs[2].barh(range(len(names)), means, xerr=err, color='#8fb3e6', capsize=3)
+    axs[2].set_yticks(range(len(names)), [n.replace('two-agent system', '2 agents') for n in names], fontsize=7)
+    axs[2].invert_yaxis(); axs[2].set_xlim(0, 100)
+    k = len(summary['training_seeds'])
+    axs[2].set_title(f"held-out success (%), 95% interval, {k} seed{'s' if k > 1 else ''}")
     axs[0].set_title('validation success (greedy)'); axs[1].set_title('train reward (sum over agents)')
-    for ax in axs:
+    for ax in axs[:2]:
         ax.set_xlabel('step')
-        if ax.get_legend_handles_labels()[0]: ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]: ax.legend(fontsize=6)
+    fig.suptitle(summary['title'], fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return fig
 
-# %% ../nbs/cli/41_demo.ipynb #894080e0
-def run_demo(out_dir="outputs/demo", seeds:int=100, quick:bool=False, steps:int=80, anchors:bool=True, train:bool=True,
-             workers:int|None=None) -> dict:
+# %% ../nbs/cli/41_demo.ipynb #e93e0bd9
+def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100, seeds:int=1, steps:int=80,
+                 quick:bool=False, threads:int=1,
+                 workers:int|None=None,  # processes for the jobs; default: one per core, at most 3
+                 n_boot:int=10_000) -> dict:
+    "Train and score every row of `game` with `seeds` training seeds; write summary.json, table.md, curves.png."
+    from pettingllms_nb.sandbox import _cores
+    if game not in DEMO_GAMES: raise ValueError(f"run_training: game={game!r}; allowed: {sorted(DEMO_GAMES)}")
+    if not isinstance(seeds, int) or seeds < 1: raise ValueError(f"run_training: seeds={seeds!r}; expected >= 1")
+    out, presets, t0 = Path(out_dir), DEMO_GAMES[game], time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    if quick: episodes, steps = 8, 2
+    workers, seed_list = workers or min(3, _cores()), list(range(seeds))
+    test_seeds = list(range(DEMO_SEED_BASE, DEMO_SEED_BASE + episodes))
+    small = ['training.train_batch_size=4', 'training.train_sample_num=2', 'training.val_size=4',
+             'training.warmstart_steps=100'] if quick else []
+    common = [f'training.total_training_steps={steps}', f'training.val_freq={max(1, steps // 4)}'] + small
+    load0 = os.getloadavg()
+    t1 = time.perf_counter()
+    bases = _run_jobs(_build_base, [(presets['pair'], common + [f'training.seed={s}'], str(out / 'base' / f"seed_{s}"),
+                                     threads) for s in seed_list], workers, "warm starts", not quick)
+    t_bases = round(time.perf_counter() - t1, 1)
+    jobs = [(name, s, presets[system], train, common + [f'training.seed={s}', f'base_models.policy_0.path={bases[s]}'],
+             str(_rows_dir(out, name, s)), test_seeds, False, threads)
+            for name, system, train in sorted(ROWS, key=lambda r: (r[2] is None, r[2] == GRPO)) for s in seed_list]
+    results = _run_jobs(_run_row, jobs, workers, "demo rows", not quick)
+    raw = [{k: v for k, v in r.items() if k != 'seconds'} for r in results]   # every job's numbers and curve
+    (out / 'runs' / 'results.json').write_text(json.dumps(raw) + '\n')
+    summary = summarise(results, game, test_seeds, seed_list, steps, n_boot=n_boot)
+    summary['environment'] = _environment(threads)
+    table = format_training_table(summary)
+    summary['table'] = table
+    (out / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
+    (out / 'table.md').write_text(table + '\n')
+    _plot_curves(results, summary, out / 'curves.png')
+    timing = {'date': time.strftime('%Y-%m-%d %H:%M:%S %z'), 'seconds': round(time.perf_counter() - t0, 1),
+              'warm_starts_seconds': t_bases, 'workers': workers, 'cpu_count': os.cpu_count(), 'load_average_start': load0,
+              'load_average_end': os.getloadavg(), 'jobs': {f"{r['name']} / seed {r['seed']}": r['seconds'] for r in results}}
+    (out / 'timing.json').write_text(json.dumps(timing, indent=2) + '\n')
+    print(f"Tiny model on {summary['title']}, greedy success over {episodes} held-out seeds, {seeds} training "
+          f"seed{'s' if seeds > 1 else ''}:\n\n{table}\n")
+    return summary
+
+# %% ../nbs/cli/41_demo.ipynb #512873d6
+def run_demo(out_dir=None, episodes:int=100, quick:bool=False, steps:int=80, anchors:bool=True, train:bool=True,
+             workers:int|None=None, seeds:int=1, game:str='plan_path') -> dict:
     "The README's main job: anchors for every game, then GRPO / AT-GRPO training of a tiny model; returns the summary."
+    out_dir = out_dir or ('outputs/demo' if game == 'plan_path' else f'outputs/demo_{game}')
     out = {}
-    if anchors: out['anchors'] = run_anchors(out_dir, seeds=seeds, quick=quick)
-    if train: out['training'] = run_training(out_dir, seeds=seeds, steps=steps, quick=quick, workers=workers)
-    print(f"Saved to {Path(out_dir).resolve()}: summary.json, table.md, curves.png, anchors.json, anchors.md")
+    if anchors: out['anchors'] = run_anchors(out_dir, seeds=episodes, quick=quick)
+    if train: out['training'] = run_training(out_dir, game=game, episodes=episodes, seeds=seeds, steps=steps,
+                                             quick=quick, workers=workers)
+    print(f"Saved to {Path(out_dir).resolve()}: summary.json, table.md, curves.png, timing.json, anchors.json, anchors.md")
     return out

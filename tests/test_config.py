@@ -14,7 +14,8 @@ from pettingllms_nb.core.registry import Registry, registry as global_registry
 PRESETS = ['gpu_plan_path_qwen3_1.7b', 'gpu_plan_path_qwen3_1.7b_lora', 'gpu_sokoban_qwen3_8b_lora', 'gpu_sudoku_qwen3_1.7b_lora',
            'stateful_plan_path', 'stateful_plan_path_lora', 'stateful_plan_path_single', 'stateful_sokoban',
            'stateful_sokoban_single', 'stateful_sudoku', 'stateful_sudoku_single',
-           'tiny_plan_path', 'tiny_plan_path_lora', 'tiny_plan_path_single', 'tiny_sokoban', 'tiny_sudoku']
+           'tiny_plan_path', 'tiny_plan_path_lora', 'tiny_plan_path_single', 'tiny_plan_path_tool',
+           'tiny_plan_path_tool_lora', 'tiny_plan_path_tool_single', 'tiny_sokoban', 'tiny_sudoku']
 CODE_PRESETS = ['code_env', 'code_env_single', 'gpu_code_qwen3_1.7b_lora']   # checked in test_code_env.py
 SEARCH_PRESETS = ['gpu_search_qwen3_1.7b_lora', 'search_env', 'search_env_single', 'tiny_search']   # checked in test_search_env.py
 DATA_PRESETS = ['tiny_search_hotpotqa']   # presets that name a data source: checked in test_data_sources.py

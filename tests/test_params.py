@@ -42,3 +42,15 @@ def test_agents_that_run_programs_say_so():
     assert {'tool_call_agent', 'code_generator', 'test_generator', 'code_single_agent'} <= runs
     assert 'math_env' not in ENVS or 'tool_generator' in runs
     assert not runs & {'plan_agent', 'stateful_single_agent', 'reasoning_agent', 'web_search_agent', 'scout', 'runner'}
+
+
+@pytest.mark.parametrize('overrides,says', [
+    (['env.kwargs.toolkit=hammer'], "env.kwargs.toolkit='hammer': allowed values are ['board']"),
+    (['env.kwargs.max_plays=2'], "env.kwargs.max_plays=2: max_plays=2 needs a toolkit"),
+    (['env.benchmark=sudoku', 'env.kwargs.toolkit=board'], "toolkit 'board' plays ['plan_path'], not 'sudoku'"),
+])
+def test_tool_mode_configs_are_refused_at_load(overrides, says):
+    "Plan-Path's tool mode (toolkit, max_plays) is checked by load_config, not first by the env's constructor."
+    from pettingllms_nb.core.config import ConfigError, load_config
+    with pytest.raises(ConfigError) as e: load_config('tiny_plan_path', overrides)
+    assert says in str(e.value)

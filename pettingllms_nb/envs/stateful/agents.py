@@ -11,19 +11,21 @@ from fastcore.basics import patch
 from ...core.agent import Agent
 from ...core.params import Param, declare_params
 from ...core.parsing import FormatError, extract_code, extract_program, clip
-from ...core.rewards import RewardSpec, local, team, process
+from ...core.rewards import RewardSpec, RewardTerm, local, team, process
 from ...core.registry import register_agent
 from ...sandbox import program as _program
 from ...sandbox.program import arun_program, normalise_verdict
 from .state import Game, GAMES, play, try_action
 from .prompts import TOOL_MARKER, compact_prompt, tool_prompt, plan_prompt, single_prompt
+from .prompts import (tool_compact_prompt, board_tool_prompt, board_plan_prompt,
+                                                  board_single_prompt, shown_output)
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['INFRA_VERDICTS', 'TOOL_REWARDS', 'PLAN_REWARDS', 'MAX_CODE_CHARS', 'OK_VERDICTS', 'default_worker', 'ROLES',
-           'AGENT_CLASSES', 'compact_program', 'GameAgent', 'verdict_ok', 'ToolCallAgent', 'PlanAgent',
-           'StatefulSingleAgent']
+__all__ = ['INFRA_VERDICTS', 'TOOL_REWARDS', 'PLAN_REWARDS', 'MAX_CODE_CHARS', 'OK_VERDICTS', 'default_worker',
+           'SINGLE_TOOL_REWARDS', 'ROLES', 'AGENT_CLASSES', 'compact_program', 'GameAgent', 'verdict_ok',
+           'ToolCallAgent', 'run_tool', 'PlanAgent', 'StatefulSingleAgent']
 
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #ee94b6af
 INFRA_VERDICTS = _program.INFRA_VERDICTS   # the sandbox failed, not the program: never penalised (the sandbox's set)
@@ -76,11 +78,16 @@ def compact_program(response) -> str:
 class GameAgent(Agent):
     "Base of the `stateful_env` agents: remembers the game it was prompted for."
     task: tuple = None     # (benchmark, board size, prompt style), set by `build_prompt`
+    toolkit = None         # the env's `Toolkit` in tool mode (None: the plain game), set by `build_prompt`
 
     def game(self, env) -> Game: return GAMES[env.state.benchmark]
     def remember(self, env):
         g = env.state.game
         self.task = (env.state.benchmark, self.game(env).size_of(g), env.prompt_style)
+        self.toolkit = env.toolkit
+
+    @property
+    def time_limit(self) -> float: return float(self.config.get('time_limit', 5.0))   # CPU seconds a program gets
 
     @property
     def compact(self) -> bool: return self.task is not None and self.task[2] == 'compact'
@@ -106,11 +113,11 @@ class ToolCallAgent(GameAgent):
     reward_spec = TOOL_REWARDS
     uses_sandbox = True    # its programs run in the sandbox: the trainer checks it with canaries
 
-    @property
-    def time_limit(self) -> float: return float(self.config.get('time_limit', 5.0))
-
     def build_prompt(self, env, turn_idx:int) -> str:
         self.remember(env)
+        if self.toolkit is not None:
+            if self.compact: return tool_compact_prompt('tool_call_agent', env.state)
+            return board_tool_prompt(env.state, turn_idx, self.time_limit)
         if self.compact: return compact_prompt('tool_call_agent', env.state)
         return tool_prompt(env.state, turn_idx, self.time_limit)
 
@@ -118,24 +125,33 @@ class ToolCallAgent(GameAgent):
         return compact_program(response) if self.compact else extract_program(response, MAX_CODE_CHARS)
 
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #51a979ed
-@patch
-async def step(self:ToolCallAgent, env, worker=None):
-    "Run the program in the sandbox; read, store and try (on a copy) the action it printed."
-    st = env.state
-    st.tool_code, st.tool_verdict, st.tool_output, st.tool_action = self.current_action, None, None, None
+async def run_tool(agent:GameAgent, env, code, worker=None):
+    "Run `code` (in tool mode after the toolkit's prelude) in the sandbox; store its verdict, output, and read action."
+    st, tk = env.state, agent.toolkit
+    st.tool_code, st.tool_verdict, st.tool_output, st.tool_action = code, None, None, None
     st.tool_eval = {}
-    if self.current_action is not None:
-        r = await arun_program(self.current_action, time_limit=self.time_limit, worker=worker)
+    if code is not None:
+        source = code if tk is None else tk.prelude(st.game) + code
+        r = await arun_program(source, time_limit=agent.time_limit, worker=worker,
+                               max_chars=MAX_CODE_CHARS + len(source) - len(code))
         shown = r.stdout if r.ok else (r.stderr or r.stdout or r.infra_error or '')
-        st.tool_verdict, st.tool_output, self.infra_error = r.verdict, clip(shown.rstrip('\n')), r.infra_error
-        if r.ok:
-            try: st.tool_action = self.parse_action(r.stdout, TOOL_MARKER)
+        st.tool_verdict, st.tool_output, agent.infra_error = r.verdict, clip(shown.rstrip('\n')), r.infra_error
+        if r.ok and tk is not None:
+            st.tool_action = tk.follow(st.game, shown_output(st, env.prompt_style))
+            if st.tool_action is None: st.tool_eval = {'error': f"nothing to follow in the output ({tk.name} toolkit)"}
+        elif r.ok:
+            try: st.tool_action = agent.parse_action(r.stdout, TOOL_MARKER)
             except FormatError as e: st.tool_eval = {'error': f"no action in the output: {e}"}
         if st.tool_action is not None: st.tool_eval = try_action(st.game, st.tool_action)
     st.code_history.append(st.tool_code or '')
     st.tool_output_history.append(st.tool_output or '')
     st.tool_action_history.append(copy.deepcopy(st.tool_action))
-    self.success = bool(st.tool_eval.get('solved', False))
+
+@patch
+async def step(self:ToolCallAgent, env, worker=None):
+    "Run the program in the sandbox; read, store and try (on a copy) the action it printed (in tool mode: implied)."
+    await run_tool(self, env, self.current_action, worker)
+    self.success = bool(env.state.tool_eval.get('solved', False))
 
 # %% ../../../nbs/envs/stateful/27_agents.ipynb #7eb9dcb1
 @register_agent("plan_agent", env="stateful_env")
@@ -145,6 +161,9 @@ class PlanAgent(GameAgent):
 
     def build_prompt(self, env, turn_idx:int) -> str:
         self.remember(env)
+        if self.toolkit is not None:
+            if self.compact: return tool_compact_prompt('plan_agent', env.state)
+            return board_plan_prompt(env.state, turn_idx)
         if self.compact: return compact_prompt('plan_agent', env.state)
         return plan_prompt(env.state, turn_idx)
 
@@ -157,13 +176,41 @@ class PlanAgent(GameAgent):
         st.plan_action_history.append(copy.deepcopy(self.current_action))
         self.success = bool(st.game.solved)
 
+# %% ../../../nbs/envs/stateful/27_agents.ipynb #2ec90bf3
+def _called(a) -> bool: return isinstance(a.current_action, dict)   # this answer ran a program (tool mode)
+def _on_call(fn): return lambda env, a: fn(env, a) if _called(a) else 0.0
+
+SINGLE_TOOL_REWARDS = RewardSpec(
+    [RewardTerm(f'tool_{t.name}', _on_call(t.fn), t.kind, t.weight) for t in TOOL_REWARDS.terms
+     if t.name in ('would_solve', 'progress', 'no_action', 'invalid_moves')] + list(PLAN_REWARDS.terms))
+
+def _is_program(response, compact:bool) -> bool:
+    return isinstance(response, str) and ('(' in response if compact else '```' in response)
+
+# %% ../../../nbs/envs/stateful/27_agents.ipynb #388fff83
 @register_agent("stateful_single_agent", env="stateful_env")
 class StatefulSingleAgent(PlanAgent):
-    "The single-agent baseline: sees the board, answers `#### <action>`, which is played."
+    "The single-agent baseline: sees the board, answers `#### <action>`, which is played (in tool mode: or a program)."
     def build_prompt(self, env, turn_idx:int) -> str:
         self.remember(env)
+        if self.toolkit is not None:
+            self.reward_spec = SINGLE_TOOL_REWARDS.with_alpha(self.reward_spec.alpha)
+            if self.compact: return tool_compact_prompt('stateful_single_agent', env.state)
+            return board_single_prompt(env.state, turn_idx, answers_left=env.max_turns - turn_idx)
         if self.compact: return compact_prompt('stateful_single_agent', env.state)
         return single_prompt(env.state, turn_idx)
+
+    def parse(self, response:str):
+        if self.toolkit is not None and _is_program(response, self.compact):
+            return {'program': compact_program(response) if self.compact else extract_program(response, MAX_CODE_CHARS)}
+        return self.parse_action(response, "####")
+
+    async def step(self, env, worker=None):
+        if not _called(self):
+            return await super().step(env, worker)
+        await run_tool(self, env, self.current_action['program'], worker)   # a tool call: nothing moves
+        env.state.plan_result = {}
+        self.success = bool(env.state.game.solved)
 
 ROLES = ('tool_call_agent', 'plan_agent', 'stateful_single_agent')
 AGENT_CLASSES = {'tool_call_agent': ToolCallAgent, 'plan_agent': PlanAgent,

@@ -13,6 +13,7 @@ from ...core.params import Param, declare_params, param_errors
 from ...core.registry import register_env
 from .state import GAMES, ALIASES, PARAM_ALIASES, IGNORED_PARAMS, Game, StatefulState
 from .prompts import PROMPT_STYLES
+from .tools import TOOLKITS, ToolState
 from .games.sudoku import SIZES as SUDOKU_SIZES
 from .render import stateful_card   # importing it registers the state's card
 
@@ -38,6 +39,22 @@ def _game_params(name:str, params:dict) -> dict:
                          f"allowed: {sorted(game.defaults)}")
     return {**game.defaults, **{k: v for k, v in params.items() if v is not None}}
 
+# %% ../../../nbs/envs/stateful/26_env.ipynb #619904f1
+def _toolkit(benchmark:str, toolkit, max_plays):
+    "The `Toolkit` a game is played with (None: the plain game), with the plays budget checked."
+    if toolkit is None:
+        if max_plays is not None:
+            raise ValueError(f"StatefulEnv: max_plays={max_plays!r} needs a toolkit (a play is an answer that is not a "
+                             f"tool call); allowed toolkits: {sorted(TOOLKITS)}")
+        return None
+    if toolkit not in TOOLKITS:
+        raise ValueError(f"StatefulEnv: toolkit={toolkit!r}; allowed: {sorted(TOOLKITS)} or None")
+    if benchmark not in TOOLKITS[toolkit].games:
+        raise ValueError(f"StatefulEnv: toolkit {toolkit!r} plays {list(TOOLKITS[toolkit].games)}, not {benchmark!r}")
+    if max_plays is not None and (not isinstance(max_plays, int) or isinstance(max_plays, bool) or max_plays < 1):
+        raise ValueError(f"StatefulEnv: max_plays={max_plays!r}; expected an integer >= 1 or None (one play a turn)")
+    return TOOLKITS[toolkit]
+
 # %% ../../../nbs/envs/stateful/26_env.ipynb #690f128b
 @register_env("stateful_env")
 class StatefulEnv(Env):
@@ -46,25 +63,36 @@ class StatefulEnv(Env):
     default_max_turns = 4
     default_turn_order = ['tool_call_agent', 'plan_agent']
 
-    def __init__(self, benchmark:str='plan_path', max_turns:int|None=None, prompt_style:str='full', **params):
+    def __init__(self, benchmark:str='plan_path', max_turns:int|None=None, prompt_style:str='full',
+                 toolkit:str|None=None,        # board functions for the tool agent's programs (`tools.TOOLKITS`)
+                 max_plays:int|None=None,      # with a toolkit: answers that are not tool calls (None: no cap)
+                 **params):
         if prompt_style not in PROMPT_STYLES:
             raise ValueError(f"StatefulEnv: prompt_style={prompt_style!r}; allowed: {list(PROMPT_STYLES)}")
         name = ALIASES.get(benchmark, benchmark)
         if name not in GAMES:
             raise ValueError(f"StatefulEnv: benchmark={benchmark!r}; allowed: {sorted(GAMES)} (or the alias 'suduku')")
         self.benchmark, self.prompt_style = name, prompt_style
+        self.toolkit, self.max_plays = _toolkit(name, toolkit, max_plays), max_plays
+        if self.toolkit is not None: self.state_cls = ToolState
         self.params = _game_params(name, params)
         self.game.check(**{k: self.params[k] for k in self.game.defaults})
-        super().__init__(max_turns=max_turns, benchmark=name, prompt_style=prompt_style, **self.params)
+        tools = {'toolkit': toolkit, 'max_plays': max_plays} if toolkit is not None else {}
+        super().__init__(max_turns=max_turns, benchmark=name, prompt_style=prompt_style, **tools, **self.params)
 
     @property
     def game(self) -> Game: return GAMES[self.benchmark]
     def make_state(self, rng:random.Random) -> StatefulState:
-        return StatefulState(benchmark=self.benchmark, game=self.game.generate(rng, **self.params))
+        game = self.game.generate(rng, **self.params)
+        if self.toolkit is None: return StatefulState(benchmark=self.benchmark, game=game)
+        return ToolState(benchmark=self.benchmark, game=game, toolkit=self.toolkit.name, max_plays=self.max_plays)
     def is_success(self) -> bool: return bool(self.state.game.solved)
-    def is_terminal(self) -> bool: return bool(self.game.terminal(self.state.game))
+    def is_terminal(self) -> bool:
+        spent = self.toolkit is not None and self.max_plays is not None and self.state.plays >= self.max_plays
+        return bool(self.game.terminal(self.state.game)) or spent
     def problem_key(self) -> str:
-        return f"{self.benchmark}/{','.join(f'{k}={v}' for k, v in sorted(self.params.items()))}/seed={self.seed}"
+        name = self.benchmark + (f"+{self.toolkit.name}" if self.toolkit is not None else '')
+        return f"{name}/{','.join(f'{k}={v}' for k, v in sorted(self.params.items()))}/seed={self.seed}"
 
 # %% ../../../nbs/envs/stateful/26_env.ipynb #9773ca74
 GAME_PARAMS = {   # each game's generation parameters (null: the game's default)
@@ -84,12 +112,15 @@ _ANY_GAME = {k: Param(doc=f"a generation parameter of {[g for g, ps in GAME_PARA
 declare_params(StatefulEnv,
                benchmark=Param(str, choices=(*sorted(GAMES), *ALIASES), doc='the game'),
                prompt_style=Param(str, choices=tuple(PROMPT_STYLES), doc='how the board is shown: full text, or compact'),
+               toolkit=Param(str, choices=tuple(sorted(TOOLKITS)), optional=True,
+                             doc="board functions for the tool agent's programs (tool mode; null: the plain game)"),
+               max_plays=Param(int, ge=1, optional=True, doc='with a toolkit: answers that are not tool calls (null: no cap)'),
                **{k: Param(str, optional=True, doc='ignored: generated games need no data set') for k in IGNORED_PARAMS},
                **{old: Param(doc=f"the reference's name for {new}") for old, new in PARAM_ALIASES.items()},
                **_ANY_GAME)
 
 # %% ../../../nbs/envs/stateful/26_env.ipynb #c86722a8
-_OWN = ('benchmark', 'prompt_style', 'max_turns', *IGNORED_PARAMS)
+_OWN = ('benchmark', 'prompt_style', 'max_turns', 'toolkit', 'max_plays', *IGNORED_PARAMS)
 
 def _in_game_spelling(name:str, params:dict, key) -> tuple:
     "(the game's parameters in its own spelling, the keys they were given as, errors)."
@@ -108,6 +139,10 @@ def check_rules(cls:StatefulEnv, params:dict, key=str) -> list[str]:
     b = params.get('benchmark') or 'plan_path'
     name = ALIASES.get(b, b)
     game_params, given_as, errs = _in_game_spelling(name, params, key)
+    try: _toolkit(name, params.get('toolkit'), params.get('max_plays'))   # tool mode: its game and its plays budget
+    except ValueError as e:
+        k = 'max_plays' if 'max_plays' in str(e) and params.get('toolkit') is None else 'toolkit'
+        errs.append(f"{key(k)}={params.get(k)!r}: {str(e).removeprefix('StatefulEnv: ')}")
     errs += param_errors(game_params, GAME_PARAMS[name], lambda k: key(given_as.get(k, k)), f" of the {name} game")
     if errs: return errs
     try: GAMES[name].check(**{**GAMES[name].defaults, **{k: v for k, v in game_params.items() if v is not None}})

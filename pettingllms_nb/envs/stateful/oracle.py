@@ -12,12 +12,15 @@ from ...core.agent import run_sync
 from ...core.registry import register_scripted
 from .state import game_of, GAMES
 from .prompts import TOOL_MARKER, STATE_LABEL, PROMPT_STYLES, COMPACT_TAGS, compact_action
+from .prompts import TOOL_TAGS, TOOLS_LABEL, LAST_OUTPUT_LABEL, shown_output
+from .tools import Toolkit, toolkit_for
 from .env import StatefulEnv
 from .agents import ROLES, AGENT_CLASSES
 
 # %% auto #0
-__all__ = ['oracle_action', 'tool_program', 'respond', 'demonstration', 'oracle_response', 'random_response', 'prompt_style_of',
-           'game_from_prompt', 'oracle_policy', 'random_policy', 'sft_pairs']
+__all__ = ['oracle_action', 'tool_program', 'respond', 'demonstration', 'oracle_response', 'random_response', 'respond_call',
+           'prompt_style_of', 'game_from_prompt', 'toolkit_of_prompt', 'shown_in_prompt', 'oracle_policy',
+           'random_policy', 'sft_pairs']
 
 # %% ../../../nbs/envs/stateful/28_oracle.ipynb #f190a37c
 def oracle_action(g, rng:random.Random|None=None):
@@ -47,9 +50,11 @@ def _demonstrate(role:str, env, rng=None, p_oracle:float=1.0) -> tuple:
     if not 0 <= p_oracle <= 1: raise ValueError(f"p_oracle={p_oracle!r}; expected a probability in [0, 1]")
     if p_oracle < 1 and rng is None:
         raise ValueError(f"p_oracle={p_oracle} needs an rng (e.g. rng=random.Random(0)) for its random actions")
-    g = env.state.game
-    if p_oracle >= 1 or (p_oracle > 0 and rng.random() < p_oracle):
-        action, note = oracle_action(g, rng), "I search the state space from the current position."
+    g, oracle = env.state.game, p_oracle >= 1 or (p_oracle > 0 and rng.random() < p_oracle)
+    if env.toolkit is not None and _calls(role, env.toolkit, g, shown_output(env.state, env.prompt_style), oracle, rng):
+        call = env.toolkit.oracle_call if oracle else env.toolkit.random_call(g, rng)
+        return {'call': call}, respond_call(call, env.toolkit, "I ask the board.", env.prompt_style)
+    if oracle: action, note = oracle_action(g, rng), "I search the state space from the current position."
     else: action, note = env.game.random_action(g, rng), "I will try this."
     return action, respond(role, action, note, env.prompt_style)
 
@@ -65,16 +70,28 @@ def random_response(role:str, env:StatefulEnv, rng:random.Random) -> str:
     "A reply for `role` with a random action in the right format, in `env`'s prompt style."
     return demonstration(role, env, rng, p_oracle=0.0)
 
+# %% ../../../nbs/envs/stateful/28_oracle.ipynb #b103fe6c
+def respond_call(call:tuple, toolkit:Toolkit, note:str="", style:str='full') -> str:
+    "A model-style reply that runs the toolkit call `(name, *args)`: the one-line program, fenced in the full style."
+    program = toolkit.program(*call)
+    return program if style == 'compact' else f"{note}\n```python\n{program}\n```"
+
+def _calls(role:str, tk:Toolkit, g, shown:str, oracle:bool, rng=None) -> bool:
+    "Does `role` answer with a tool call? The tool agent always; the single agent when nothing useful is shown."
+    if role == 'tool_call_agent': return True
+    if role != 'stateful_single_agent': return False
+    return tk.follow(g, shown) is None if oracle else rng.random() < 0.5
+
 # %% ../../../nbs/envs/stateful/28_oracle.ipynb #ce7c18a5
 def _compact_rows(text:str) -> list:
     "The board rows of a compact prompt."
     lines = text.split('\n')
-    if len(lines) < 2 or lines[0] not in COMPACT_TAGS.values():
+    if len(lines) < 2 or lines[0] not in {*COMPACT_TAGS.values(), *TOOL_TAGS.values()}:
         raise ValueError(f"not a stateful_env prompt: no {STATE_LABEL.strip()!r} line (full style) and no compact tag "
                          f"line {sorted(COMPACT_TAGS.values())} (compact style); got {text[:40]!r}")
     rows = []
     for line in lines[1:]:
-        if not line or line.startswith('t:'): break
+        if not line or line.startswith(('t:', 'o:')): break
         rows.append(line)
     return rows
 
@@ -95,23 +112,45 @@ def game_from_prompt(text:str):
     d = json.loads(line)
     return GAMES[d['benchmark']].from_data(d)
 
+def toolkit_of_prompt(text:str) -> Toolkit|None:
+    "The toolkit a prompt's game is played with (None: the plain game): a `+` tag, or the list of its functions."
+    compact = prompt_style_of(text) == 'compact'
+    head = text.split('\n', 1)[0] if compact else text.split("Tool agent's program:", 1)[0]   # before model text
+    if not (head.endswith('+') if compact else TOOLS_LABEL in head): return None
+    return toolkit_for(game_of(game_from_prompt(text)).name)
+
+def shown_in_prompt(text:str) -> str:
+    "The tool output a tool-mode prompt shows: the lines after `o:` (compact), the block after its label (full)."
+    if prompt_style_of(text) == 'compact': return text.partition('\no:\n')[2]
+    return text.partition(LAST_OUTPUT_LABEL)[2].partition('```\n')[2].partition('\n```')[0]
+
 # %% ../../../nbs/envs/stateful/28_oracle.ipynb #b2c309aa
 @register_scripted('stateful_env', 'oracle')
 def oracle_policy(request) -> str:
-    "A scripted policy (`fn(request)`) that solves from the prompt alone."
-    return respond(request.role, oracle_action(game_from_prompt(request.text)), "Solved by search.",
-                   prompt_style_of(request.text))
+    "A scripted policy (`fn(request)`) that solves from the prompt alone (in tool mode: asks the board first)."
+    g, style, tk = game_from_prompt(request.text), prompt_style_of(request.text), toolkit_of_prompt(request.text)
+    if tk is not None and _calls(request.role, tk, g, shown_in_prompt(request.text), True):
+        return respond_call(tk.oracle_call, tk, "I ask the board.", style)
+    return respond(request.role, oracle_action(g), "Solved by search.", style)
 
 @register_scripted('stateful_env', 'random')
 def random_policy(request, rng:random.Random) -> str:
     "A scripted policy (`fn(request, rng)`) that answers random actions in the right format."
-    g = game_from_prompt(request.text)
+    g, tk = game_from_prompt(request.text), toolkit_of_prompt(request.text)
+    if tk is not None and _calls(request.role, tk, g, '', False, rng):
+        return respond_call(tk.random_call(g, rng), tk, "A guess.", prompt_style_of(request.text))
     return respond(request.role, game_of(g).random_action(g, rng), "A guess.", prompt_style_of(request.text))
 
 # %% ../../../nbs/envs/stateful/28_oracle.ipynb #2df04e7b
 def _printed(action, style:str) -> str:
     "What the sandbox prints for the program `respond` writes for `action`."
     return f"{compact_action(action)}\n" if style == 'compact' else f"{TOOL_MARKER} {action}\n"
+
+def _stand_in(env, agent, action):
+    "The replay worker for a demonstration's program: its literal printed, or (tool mode) the toolkit's known output."
+    if not isinstance(action, dict): return _ReplayWorker(agent.current_action, _printed(action, env.prompt_style))
+    tk, g = env.toolkit, env.state.game
+    return _ReplayWorker(tk.prelude(g) + tk.program(*action['call']), tk.output(g, *action['call']))
 
 class _ReplayWorker:
     "Answers for one program whose output is known (a demonstration's own) with what the sandbox prints; runs nothing."
@@ -140,7 +179,7 @@ def sft_pairs(env_kwargs:dict, roles=('tool_call_agent', 'plan_agent'), seeds=ra
                     action, target = _demonstrate(role, env, rng, p_oracle)
                     pairs.append((prompt, target))
                     agent.update_from_model(target)
-                    stand_in = _ReplayWorker(agent.current_action, _printed(action, env.prompt_style))
+                    stand_in = _stand_in(env, agent, action)
                     await agent.step(env, worker or stand_in)
                     env.refresh()
                 if env.done: break

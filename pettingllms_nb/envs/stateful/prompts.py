@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 from ...core.parsing import clip
 from .state import Game, GAMES, StatefulState, game_of
+from .tools import TOOLKITS, ToolState, tool_view
+from ...sandbox.program import OK_VERDICTS, normalise_verdict
 
 # %% auto #0
-__all__ = ['TOOL_MARKER', 'STATE_LABEL', 'PROMPT_STYLES', 'TOOL_INTRO', 'PLAN_INTRO', 'SINGLE_INTRO', 'COMPACT_TAGS',
-           'describe_task', 'tool_prompt', 'plan_prompt', 'single_prompt', 'compact_action', 'compact_prompt']
+__all__ = ['TOOL_MARKER', 'STATE_LABEL', 'PROMPT_STYLES', 'TOOL_INTRO', 'PLAN_INTRO', 'SINGLE_INTRO', 'COMPACT_TAGS', 'TOOL_TAGS',
+           'TOOLS_LABEL', 'LAST_OUTPUT_LABEL', 'BOARD_TOOL_INTRO', 'BOARD_PLAN_INTRO', 'BOARD_SINGLE_INTRO',
+           'describe_task', 'tool_prompt', 'plan_prompt', 'single_prompt', 'compact_action', 'compact_prompt',
+           'shown_output', 'tool_compact_prompt', 'board_tool_prompt', 'board_plan_prompt', 'board_single_prompt']
 
 # %% ../../../nbs/envs/stateful/25_prompts.ipynb #8012eca8
 TOOL_MARKER = "**Actions List**:"       # the tool agent's program prints its action after this
@@ -93,3 +97,64 @@ def compact_prompt(role:str, st:StatefulState) -> str:
     "The compact prompt of `role`: its tag, the current board, and for the plan agent the tool agent's proposal."
     text = f"{COMPACT_TAGS[role]}\n{st.game.compact()}\n"
     return text + f"t:{compact_action(st.tool_action)}\n" if role == 'plan_agent' else text
+
+# %% ../../../nbs/envs/stateful/25_prompts.ipynb #370eef5a
+TOOL_TAGS = {'tool_call_agent': 'T+', 'plan_agent': 'P+', 'stateful_single_agent': 'S+'}   # compact tags, tool mode
+TOOLS_LABEL = "Board functions a program can call:"        # the full prompts' list of the toolkit's functions
+LAST_OUTPUT_LABEL = "Your last program's output"          # the single agent's full prompt, after a program ran
+
+def shown_output(st:ToolState, style:str) -> str:
+    "The tool's last output as a prompt shows it: the view (compact) or clipped (full); '' when it failed or is empty."
+    if st.tool_output is None or normalise_verdict(st.tool_verdict) not in OK_VERDICTS: return ''
+    return tool_view(st.tool_output, st.game) if style == 'compact' else clip(st.tool_output)
+
+def tool_compact_prompt(role:str, st:ToolState) -> str:
+    "The compact prompt of `role` in tool mode: tag, board, and (plan agent; single agent after a program) the output."
+    text = f"{TOOL_TAGS[role]}\n{st.game.compact()}\n"
+    if role == 'tool_call_agent' or (role == 'stateful_single_agent' and not st.code_history): return text
+    out = shown_output(st, 'compact')
+    return text + (f"o:\n{out}\n" if out else "o:-\n")
+
+# %% ../../../nbs/envs/stateful/25_prompts.ipynb #b775a2ec
+BOARD_TOOL_INTRO = ("You are the tool agent. You find out facts about the board by writing a short Python program that "
+                    "calls the board functions listed below. What it prints is all the plan agent sees of your work; "
+                    "the plan agent decides the move that is played.")
+BOARD_PLAN_INTRO = ("You are the plan agent: you decide the action that is actually played. A tool agent ran a program "
+                    "that calls board functions; its output tells you facts about the board. Use them to plan.")
+BOARD_SINGLE_INTRO = ("You solve puzzles by careful reasoning, and you can run Python programs that call board "
+                      "functions to find out facts about the board before you play.")
+
+def _functions(st:ToolState) -> str:
+    fs = TOOLKITS[st.toolkit].functions
+    return TOOLS_LABEL + '\n' + ''.join(f"- {sig}: {what}\n" for sig, what in fs.items())
+
+def _plays(st:ToolState, last:int=3) -> str:
+    plays = st.plan_action_history[-last:]
+    if not plays: return ''
+    return "Played so far: " + '; '.join(_show(p) if p is not None else 'nothing (format error)' for p in plays) + "\n"
+
+def _output_block(st:ToolState) -> str:
+    return f"(verdict: {st.tool_verdict or 'not run'}):\n```\n{clip(st.tool_output or '(nothing)')}\n```\n"
+
+# %% ../../../nbs/envs/stateful/25_prompts.ipynb #5b544140
+def board_tool_prompt(st:ToolState, turn_idx:int, time_limit:float=5.0) -> str:
+    "The tool agent's full prompt in tool mode: the task, what was played, the functions, and what to write."
+    return (f"{BOARD_TOOL_INTRO}\n\n{describe_task(st.game)}\n{_plays(st)}{_functions(st)}"
+            "Write one short Python program in a ```python block that prints what the plan agent needs to plan its "
+            f"moves. It reads no input and must finish within {time_limit:g} seconds.")
+
+def board_plan_prompt(st:ToolState, turn_idx:int) -> str:
+    "The plan agent's full prompt in tool mode: the task, what was played, the tool agent's program and its output."
+    code = clip(st.tool_code or '(none: the tool agent wrote no program)', 4000)
+    return (f"{BOARD_PLAN_INTRO}\n\n{describe_task(st.game)}\n{_plays(st)}{_functions(st)}"
+            f"Tool agent's program:\n```python\n{code}\n```\nIts output {_output_block(st)}\n"
+            f"{_answer_format(GAMES[st.benchmark])}")
+
+def board_single_prompt(st:ToolState, turn_idx:int, answers_left:int) -> str:
+    "The single agent's full prompt in tool mode: the task, the functions, its last program's output, its budget."
+    plays_left = answers_left if st.max_plays is None else min(answers_left, st.max_plays - st.plays)
+    last = f"{LAST_OUTPUT_LABEL} {_output_block(st)}" if st.code_history else ''
+    return (f"{BOARD_SINGLE_INTRO}\n\n{describe_task(st.game)}\n{_plays(st)}{_functions(st)}{last}\n"
+            f"Answers left: {answers_left}; plays left: {plays_left}. An answer either runs a program (one ```python "
+            "block that calls the functions and prints; you see its output in your next answer, and nothing moves) "
+            f"or plays. {_answer_format(GAMES[st.benchmark])}")

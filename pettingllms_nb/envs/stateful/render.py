@@ -6,11 +6,16 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/render.html.
 
 # %% ../../../nbs/envs/stateful/24_render.ipynb #a8185f5b
 from __future__ import annotations
-from ...widgets.render import register_board, register_card, board_svg, kv_table, esc
+from types import SimpleNamespace
+from ...widgets.render import register_board, register_card, board_svg, kv_table, esc, _svg, _rect, _text
 from .state import GAMES, ALIASES, StatefulState
+from .tools import DIST_CHARS, WAY_CHARS, map_block, tool_view
+from ...sandbox.program import OK_VERDICTS, normalise_verdict
+
+def _verdict_ok(v) -> bool: return normalise_verdict(v) in OK_VERDICTS
 
 # %% auto #0
-__all__ = ['stateful_board', 'stateful_card']
+__all__ = ['stateful_board', 'tool_map_svg', 'stateful_card']
 
 # %% ../../../nbs/envs/stateful/24_render.ipynb #1e3fab58
 @register_board(StatefulState)
@@ -19,12 +24,29 @@ def stateful_board(d:dict) -> str:
     game = GAMES.get(ALIASES.get(d.get('benchmark'), d.get('benchmark')))
     return board_svg(d['game'], game.state_cls) if game and isinstance(d.get('game'), dict) else ''
 
+# %% ../../../nbs/envs/stateful/24_render.ipynb #4d2bcd89
+def tool_map_svg(d:dict) -> str:
+    "The map (distances or ways) a tool-mode state's plan agent was shown, drawn on the board; '' if none."
+    g = d.get('game') if isinstance(d.get('game'), dict) else {}
+    grid, pos = g.get('grid') or [], list(g.get('pos') or [0, 0])
+    if not grid or not isinstance(d.get('tool_output'), str) or not _verdict_ok(d.get('tool_verdict')): return ''
+    h, w = len(grid), len(grid[0])
+    view = tool_view(d['tool_output'], SimpleNamespace(height=h, width=w))
+    shown = map_block(view, h, w, DIST_CHARS) or map_block(view, h, w, WAY_CHARS)
+    if shown is None: return ''
+    body = [_rect(r, c, '#444' if ch == '#' else '#fff', 'wall' if ch == '#' else 'cell')
+            for r, row in enumerate(grid) for c, ch in enumerate(row)]
+    body += [_text(r, c, ch, '#175' if [r, c] != pos else '#1e66f5', 'bold')
+             for r, row in enumerate(shown) for c, ch in enumerate(row) if grid[r][c] != '#']
+    return _svg(h, w, ''.join(body), 'tool_map', f"what the plan agent read ({d.get('toolkit')} toolkit)")
+
 # %% ../../../nbs/envs/stateful/24_render.ipynb #311d3f10
 _SKIP = {'game', 'code_history', 'tool_output_history', 'tool_action_history', 'plan_action_history'}
 
 @register_card(StatefulState)
 def stateful_card(d:dict, highlight=()) -> str:
-    "The benchmark, its board, and what the two agents told each other."
+    "The benchmark, its board (in tool mode: and the map the plan agent read), and what the agents told each other."
     rest = {k: v for k, v in d.items() if k not in _SKIP and v not in (None, {}, [])}
     return (f"<b>{esc(d.get('benchmark'))}</b><div style='display:flex;gap:1em;align-items:flex-start'>"
-            f"{stateful_board(d)}{kv_table(rest, highlight=highlight)}</div>")
+            f"{stateful_board(d)}{tool_map_svg(d) if 'toolkit' in d else ''}"
+            f"{kv_table(rest, highlight=highlight)}</div>")

@@ -1,0 +1,144 @@
+"""The demo as a small experiment: the interval maths on hand-computed cases, the board tools on hand-computed boards,
+the tool game through `check_env` and its oracle, and (slow) the same machine writing the same `summary.json` twice.
+"""
+import json, os, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+from pettingllms_nb.training.intervals import bootstrap_means, difference, interval
+from pettingllms_nb.envs.stateful.games.plan_path import PlanPathState, bfs_moves
+from pettingllms_nb.envs.stateful.tools import (board_dist, board_free, board_map, board_ways, board_prelude,
+                                                call_output, call_program, follow_output, random_call, read_map)
+
+# the board of the tools notebook: the goal top right, a wall pocket in the middle, the way round it along row 2
+HAND = ["..#.",
+        ".##.",
+        "....",
+        "#..."]
+GOAL = (0, 3)
+
+
+# -- intervals -----------------------------------------------------------------------------------------------------
+
+def test_one_seed_two_episodes():
+    "Replicates are 0, 1/2 or 1 with probabilities 1/4, 1/2, 1/4: the 95% interval is all of [0, 1]."
+    iv = interval([[1, 0]])
+    assert (iv.mean, iv.lo, iv.hi, iv.seeds, iv.episodes) == (0.5, 0.0, 1.0, 1, 2)
+    assert set(bootstrap_means([[1, 0]], n_boot=500)) == {0.0, 0.5, 1.0}
+
+
+def test_both_levels_are_resampled():
+    "Seeds that disagree need the seed level, episodes that disagree need the episode level."
+    disagree, agree = [[1, 1], [0, 0]], [[1, 0], [1, 0]]
+    ends = lambda m, r: (interval(m, resample=r).lo, interval(m, resample=r).hi)
+    assert ends(disagree, ('episodes',)) == (0.5, 0.5) and ends(disagree, ('seeds',)) == (0.0, 1.0)
+    assert ends(agree, ('episodes',)) == (0.0, 1.0) and ends(agree, ('seeds',)) == (0.5, 0.5)
+    assert ends(disagree, ('seeds', 'episodes')) == (0.0, 1.0)
+
+
+def test_all_solved_and_per_seed_means():
+    iv = interval([[1, 1, 1], [1, 0, 1], [1, 1, 0]])
+    assert iv.per_seed == [1.0, 2 / 3, 2 / 3] and abs(iv.mean - 7 / 9) < 1e-12
+    assert (interval([[1] * 10] * 3).lo, interval([[1] * 10] * 3).hi) == (1.0, 1.0)
+
+
+def test_agrees_with_the_normal_approximation():
+    "60 of 100: 0.6 ± 1.96·sqrt(0.24/100) = [0.504, 0.696]."
+    iv = interval([[1] * 60 + [0] * 40])
+    assert abs(iv.lo - 0.504) <= 0.015 and abs(iv.hi - 0.696) <= 0.015
+
+
+def test_paired_difference_by_hand():
+    "One episode apart in four: 1/4 × Binomial(4, 1/4), CDF 0.32, 0.74, 0.95, 0.996: interval [0, 0.75]."
+    d = difference([[1, 1, 1, 0]], [[1, 1, 0, 0]])
+    assert (d.mean, d.lo, d.hi) == (0.25, 0.0, 0.75)
+    same = difference([[1, 0, 1]] * 2, [[1, 0, 1]] * 2)
+    assert (same.mean, same.lo, same.hi) == (0.0, 0.0, 0.0)
+
+
+def test_seeded_and_exact():
+    m = [[1, 0, 1, 1, 0], [0, 0, 1, 1, 1], [1, 1, 1, 0, 0]]
+    a, b = bootstrap_means(m, n_boot=300, seed=7), bootstrap_means(m, n_boot=300, seed=7)
+    assert a == b and a != bootstrap_means(m, n_boot=300, seed=8)
+    assert all(abs(x * 15 - round(x * 15)) < 1e-9 for x in a)   # each replicate is a count over K·N = 15
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match=r"same episodes; got \[2, 1\]"): interval([[1, 0], [1]])
+    with pytest.raises(ValueError, match="expected a probability"): interval([[1]], level=95)
+    with pytest.raises(ValueError, match="same seeds × episodes"): difference([[1, 0]], [[1, 0, 0]])
+
+
+# -- board tools ---------------------------------------------------------------------------------------------------
+
+def test_distances_by_hand():
+    assert board_map(HAND, GOAL) == "78#0\n6##1\n5432\n#543"
+    assert [board_dist(HAND, GOAL, *rc) for rc in [(0, 3), (1, 3), (2, 2), (3, 3), (2, 0), (1, 0), (0, 0), (0, 1)]] \
+        == [0, 1, 3, 3, 5, 6, 7, 8]
+    assert [board_dist(HAND, GOAL, *rc) for rc in [(1, 1), (0, 2), (4, 0), (-1, 0), ('0', 0), (True, 0)]] == [-1] * 6
+    assert board_map([".#.", "##.", "..."], (0, 0)) == "0#?\n##?\n???"   # walled in
+
+
+def test_ways_and_free_neighbours_by_hand():
+    assert board_ways(HAND, GOAL) == "DL#G\nD##U\nRRRU\n#UUU"
+    assert [board_free(HAND, *rc) for rc in [(0, 0), (2, 1), (3, 1), (0, 3), (1, 1), (9, 9)]] \
+        == ['DR', 'DLR', 'UR', 'D', '', '']
+
+
+def test_the_follower_reads_what_a_plan_agent_would():
+    g = PlanPathState(grid=HAND, start=[0, 0], goal=list(GOAL), pos=[0, 0])
+    shortest = bfs_moves(HAND, (0, 0), GOAL)
+    assert follow_output(g, board_map(HAND, GOAL)) == shortest == follow_output(g, board_ways(HAND, GOAL))
+    assert follow_output(g, "10##\n####\n####\n####") == ['R']        # a lie is followed; the game judges it
+    assert follow_output(g, "RRD") is None and follow_output(g, "78#0\n6##1") is None and follow_output(g, None) is None
+    assert read_map("x\n" + board_map(HAND, GOAL), 4, 4)[3] == [None, 5, 4, 3]
+
+
+def test_the_sandbox_runs_the_same_functions():
+    import random
+    from pettingllms_nb.sandbox.program import run_program
+    g = PlanPathState(grid=HAND, start=[0, 0], goal=list(GOAL), pos=[0, 0])
+    rng = random.Random(0)
+    calls = [('ways',), ('dmap',), ('dist', 0, 1), ('free', 2, 1)] + [random_call(g, rng) for _ in range(4)]
+    program = '\n'.join(call_program(*c) for c in calls)
+    r = run_program(board_prelude(g) + program)
+    assert r.verdict == 'OK' and r.stdout == ''.join(call_output(g, *c) for c in calls)
+
+
+# -- the tool game -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("preset", ["tiny_plan_path_tool", "tiny_plan_path_tool_single"])
+def test_the_tool_game_passes_check_env(preset):
+    from pettingllms_nb.engine.check_env import check_env
+    from pettingllms_nb.envs.stateful import oracle_policy, default_worker
+    for policy in (None, oracle_policy):
+        report = check_env(preset, worker=default_worker(), policy=policy, raise_on_fail=False)
+        assert report.ok, report
+
+
+def test_the_oracle_solves_the_tool_game_in_both_systems():
+    from pettingllms_nb.engine.rollout import rollout
+    from pettingllms_nb.envs.stateful import oracle_policy, default_worker
+    two = rollout('tiny_plan_path_tool', oracle_policy, seeds=range(12), worker=default_worker())
+    one = rollout('tiny_plan_path_tool_single', oracle_policy, seeds=range(12), worker=default_worker())
+    assert two.success_rate() == one.success_rate() == 1.0
+    assert {e.turns for e in one.episodes} == {2}                      # a call, then the way
+    assert all(s.completion == 'print(ways())' for s in two if s.agent == 'tool_call_agent')
+
+
+# -- determinism ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_same_machine_writes_the_same_summary(tmp_path):
+    "Two smoke-sized runs (two training seeds; one and two worker processes) write the same summary.json."
+    def run(out, workers, hashseed):
+        env = {**os.environ, 'PYTHONHASHSEED': hashseed}
+        cli = "import sys; from pettingllms_nb.cli import main; sys.exit(main(sys.argv[1:]))"
+        subprocess.run([sys.executable, '-c', cli, 'demo', '--quick', '--no-anchors', '--seeds', '2', '--workers',
+                        str(workers), '--out', str(out)], check=True, env=env, capture_output=True)
+        return (out / 'summary.json').read_bytes()
+    a, b = run(tmp_path / 'a', 2, '1'), run(tmp_path / 'b', 1, '2')
+    assert a == b
+    s = json.loads(a)
+    assert s['training_seeds'] == [0, 1] and 'seconds' not in json.dumps(s)
