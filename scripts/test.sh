@@ -14,12 +14,24 @@ source scripts/venv.sh "$extras"
 flags=""
 [ "${SMOKE:-0}" = "1" ] || flags="slow"
 # Each notebook runs in a fresh process of its own, as in a real kernel (see scripts/nbtest.py for why).
+vllm_pid=""
+if [ "${SKIP_VLLM:-0}" != "1" ]; then
+  # .venv-vllm is built while the notebooks run: it is mostly downloading and unpacking, so its minutes overlap.
+  vllm_log="$(mktemp -t pllm-vllm-venv.XXXXXX)"
+  echo "[test] building .venv-vllm in the background (its log: $vllm_log)" >&2
+  bash scripts/vllm-venv.sh > "$vllm_log" 2>&1 &
+  vllm_pid=$!
+fi
 echo "[test] notebooks: nbs/ (the tutorials run in pytest, tests/test_run_all.py)" >&2
 python scripts/nbtest.py --workers "${NB_WORKERS:-2}" --flags "$flags" nbs
-if [ "${SKIP_VLLM:-0}" != "1" ]; then
+if [ -n "$vllm_pid" ]; then
   # VLLMPolicy for real on vLLM's CPU build, in its own venv (it pins torch 2.13.0+cpu and transformers < 5.20).
   echo "[test] vLLM: tests/vllm in .venv-vllm (SKIP_VLLM=1 skips)" >&2
-  bash scripts/vllm-venv.sh
+  vllm_rc=0
+  wait "$vllm_pid" || vllm_rc=$?
+  cat "$vllm_log" >&2
+  rm -f "$vllm_log"
+  [ "$vllm_rc" -eq 0 ] || { echo "[test] building .venv-vllm failed ($vllm_rc)" >&2; exit "$vllm_rc"; }
   # Importing vLLM compiles ~90 MB of byte-code (20 s a run when it is not kept): keep it inside .venv-vllm.
   PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$PWD/.venv-vllm/pycache" .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm
 fi
