@@ -113,7 +113,8 @@ def _cmd_demo(args):
         print("pettingllms-nb demo: " + "; ".join(bad), file=sys.stderr)
         return 2
     run_demo(out_dir=args.out, episodes=args.episodes, seeds=args.seeds, game=args.game, quick=args.quick,
-             steps=args.steps, anchors=not args.no_anchors, train=not args.no_train, workers=args.workers)
+             steps=args.steps, anchors=not args.no_anchors, train=not args.no_train, workers=args.workers,
+             fresh=args.fresh)
     return 0
 
 # %% ../nbs/cli/40_cli.ipynb #83fd185f
@@ -238,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, default=None, help="processes for the training rows (default: one per core, at most 3)")
     s.add_argument("--no-anchors", action="store_true", help="skip the scripted anchors table")
     s.add_argument("--no-train", action="store_true", help="skip the training rows")
+    s.add_argument("--fresh", action="store_true", help="run every job again (default: keep the rows a stopped run finished)")
     s.add_argument("--quick", action="store_true", help="a smoke-sized run"); s.set_defaults(fn=_cmd_demo)
     add_data_parser(sub)
     return p

@@ -6,9 +6,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/demo.html.md"""
 
 # %% ../nbs/cli/41_demo.ipynb #55e251d1
 from __future__ import annotations
-import json, logging, os, random, time
+import json, logging, os, random, shutil, time
 from pathlib import Path
+from . import __version__
 from .core.config import load_config, DEMO_SEED_BASE   # far from training and validation seeds
+from .data.preparation import write_atomic
 from .engine.rollout import rollout
 from .envs.stateful import game_from_prompt, oracle_policy, random_policy, respond, STATE_LABEL
 
@@ -163,12 +165,32 @@ COMPARISONS = [   # (what, row, minus row): paired differences in the summary
 SYSTEMS_TRAINED = [['stateful_single_agent'], ['tool_call_agent', 'plan_agent']]   # warm-start demonstrations of both
 
 # %% ../nbs/cli/41_demo.ipynb #94af813a
+def _job(kind:str, **fields) -> dict:
+    "A job's description as JSON reads it back (lists, not tuples): what a kept result must match."
+    return json.loads(json.dumps({'job': kind, 'version': __version__, **fields}))
+
+def _kept(folder, job:dict):
+    "The result a previous run kept in `folder` for exactly `job`; else None, and the folder is emptied for a new run."
+    folder = Path(folder)
+    try: saved = json.loads((folder / 'job.json').read_text())
+    except (OSError, ValueError): saved = {}
+    if isinstance(saved, dict) and saved.get('job') == job and 'result' in saved: return saved['result']
+    if folder.exists(): shutil.rmtree(folder)   # a killed job's leftovers, or another job's
+    return None
+
+def _keep(folder, job:dict, result):
+    "Record `job`'s `result` in `folder` atomically (a reader sees all of it or none); returns `result`."
+    write_atomic(Path(folder) / 'job.json', json.dumps({'job': job, 'result': result}) + '\n')
+    return result
+
 def _build_base(preset:str, overrides:list, path:str, threads:int=1) -> str:
     "Warm-start a tiny base on demonstrations of both systems (`training.seed` of `overrides`); its directory."
+    job = _job('warm start', preset=preset, overrides=overrides, threads=threads)
+    if (kept := _kept(path, job)) is not None: return kept
     import torch
     from pettingllms_nb.training.trainer import build_tiny_base
     torch.set_num_threads(threads)   # as every job: the same kernels whichever process runs it
-    return str(build_tiny_base(load_config(preset, overrides), path, systems=SYSTEMS_TRAINED))
+    return _keep(path, job, str(build_tiny_base(load_config(preset, overrides), path, systems=SYSTEMS_TRAINED)))
 
 def _score(trainer, seeds:list) -> tuple:
     "Greedy metrics on `seeds` and each seed's success (the mean over its episodes), in the order of `seeds`."
@@ -185,6 +207,9 @@ def _score(trainer, seeds:list) -> tuple:
 def _run_row(name:str, seed:int, preset:str, train, overrides:list, out_dir:str, test_seeds:list,
              progress:bool=False, threads:int=1) -> dict:
     "Train one row for one seed (unless `train` is None) and score it on `test_seeds`. Runs in a worker process."
+    job = _job('row', name=name, seed=seed, preset=preset, train=train, overrides=overrides, test_seeds=test_seeds,
+               threads=threads)
+    if (kept := _kept(out_dir, job)) is not None: return {**kept, 'kept': True}
     import torch
     from pettingllms_nb.training.trainer import Trainer
     torch.set_num_threads(threads)
@@ -192,8 +217,8 @@ def _run_row(name:str, seed:int, preset:str, train, overrides:list, out_dir:str,
     tr = Trainer(preset, overrides + (train or []), out_dir=out_dir, progress=progress)
     curve = list(tr.fit()) if train is not None else None
     metrics, successes = _score(tr, test_seeds)
-    return dict(name=name, seed=seed, metrics={**metrics, 'trained_steps': tr.step}, successes=successes,
-                curve=curve, seconds=round(time.perf_counter() - t0, 1))
+    return _keep(out_dir, job, dict(name=name, seed=seed, metrics={**metrics, 'trained_steps': tr.step},
+                                    successes=successes, curve=curve, seconds=round(time.perf_counter() - t0, 1)))
 
 # %% ../nbs/cli/41_demo.ipynb #da2a234a
 def _run_jobs(fn, jobs:list, workers:int, desc:str, progress:bool) -> list:
@@ -296,12 +321,15 @@ def _plot_curves(results:list, summary:dict, path):
 def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100, seeds:int=1, steps:int=80,
                  quick:bool=False, threads:int=1,
                  workers:int|None=None,  # processes for the jobs; default: one per core, at most 3
-                 n_boot:int=10_000) -> dict:
+                 n_boot:int=10_000,
+                 fresh:bool=False) -> dict:  # run every job again, even those a previous run kept in `out_dir`
     "Train and score every row of `game` with `seeds` training seeds; write summary.json, table.md, curves.png."
     from pettingllms_nb.sandbox import _cores
     if game not in DEMO_GAMES: raise ValueError(f"run_training: game={game!r}; allowed: {sorted(DEMO_GAMES)}")
     if not isinstance(seeds, int) or seeds < 1: raise ValueError(f"run_training: seeds={seeds!r}; expected >= 1")
     out, presets, t0 = Path(out_dir), DEMO_GAMES[game], time.perf_counter()
+    if fresh:
+        for sub in ('base', 'runs'): shutil.rmtree(out / sub, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     if quick: episodes, steps = 8, 2
     workers, seed_list = workers or min(3, _cores()), list(range(seeds))
@@ -318,7 +346,9 @@ def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100,
              str(_rows_dir(out, name, s)), test_seeds, False, threads)
             for name, system, train in sorted(ROWS, key=lambda r: (r[2] is None, r[2] == GRPO)) for s in seed_list]
     results = _run_jobs(_run_row, jobs, workers, "demo rows", not quick)
-    raw = [{k: v for k, v in r.items() if k != 'seconds'} for r in results]   # every job's numbers and curve
+    kept = sorted(f"{r['name']} / seed {r['seed']}" for r in results if r.get('kept'))
+    if kept: print(f"Kept {len(kept)} of {len(jobs)} rows from an earlier run in {out} (--fresh runs them again)")
+    raw = [{k: v for k, v in r.items() if k not in ('seconds', 'kept')} for r in results]   # every job's numbers and curve
     (out / 'runs' / 'results.json').write_text(json.dumps(raw) + '\n')
     summary = summarise(results, game, test_seeds, seed_list, steps, n_boot=n_boot)
     summary['environment'] = _environment(threads)
@@ -329,7 +359,8 @@ def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100,
     _plot_curves(results, summary, out / 'curves.png')
     timing = {'date': time.strftime('%Y-%m-%d %H:%M:%S %z'), 'seconds': round(time.perf_counter() - t0, 1),
               'warm_starts_seconds': t_bases, 'workers': workers, 'cpu_count': os.cpu_count(), 'load_average_start': load0,
-              'load_average_end': os.getloadavg(), 'jobs': {f"{r['name']} / seed {r['seed']}": r['seconds'] for r in results}}
+              'load_average_end': os.getloadavg(), 'jobs': {f"{r['name']} / seed {r['seed']}": r['seconds'] for r in results},
+              'kept_from_an_earlier_run': kept}
     (out / 'timing.json').write_text(json.dumps(timing, indent=2) + '\n')
     print(f"Tiny model on {summary['title']}, greedy success over {episodes} held-out seeds, {seeds} training "
           f"seed{'s' if seeds > 1 else ''}:\n\n{table}\n")
@@ -337,12 +368,12 @@ def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100,
 
 # %% ../nbs/cli/41_demo.ipynb #512873d6
 def run_demo(out_dir=None, episodes:int=100, quick:bool=False, steps:int=80, anchors:bool=True, train:bool=True,
-             workers:int|None=None, seeds:int=1, game:str='plan_path') -> dict:
+             workers:int|None=None, seeds:int=1, game:str='plan_path', fresh:bool=False) -> dict:
     "The README's main job: anchors for every game, then GRPO / AT-GRPO training of a tiny model; returns the summary."
     out_dir = out_dir or ('outputs/demo' if game == 'plan_path' else f'outputs/demo_{game}')
     out = {}
     if anchors: out['anchors'] = run_anchors(out_dir, seeds=episodes, quick=quick)
     if train: out['training'] = run_training(out_dir, game=game, episodes=episodes, seeds=seeds, steps=steps,
-                                             quick=quick, workers=workers)
+                                             quick=quick, workers=workers, fresh=fresh)
     print(f"Saved to {Path(out_dir).resolve()}: summary.json, table.md, curves.png, timing.json, anchors.json, anchors.md")
     return out

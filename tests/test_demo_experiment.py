@@ -1,5 +1,6 @@
 """The demo as a small experiment: the interval maths on hand-computed cases, the board tools on hand-computed boards,
-the tool game through `check_env` and its oracle, and (slow) the same machine writing the same `summary.json` twice.
+the tool game through `check_env` and its oracle, a stopped run resuming from the rows it kept, and (slow) the same
+machine writing the same `summary.json` twice.
 """
 import json, os, subprocess, sys
 from pathlib import Path
@@ -142,3 +143,34 @@ def test_the_same_machine_writes_the_same_summary(tmp_path):
     assert a == b
     s = json.loads(a)
     assert s['training_seeds'] == [0, 1] and 'seconds' not in json.dumps(s)
+
+
+# -- a stopped run resumes ------------------------------------------------------------------------------------------
+
+def test_a_kept_result_is_reused_only_for_the_same_job(tmp_path):
+    from pettingllms_nb.demo import _job, _keep, _kept
+    job, folder = _job('row', name='r', seed=0, overrides=('a=1',)), tmp_path / 'row'
+    assert _kept(folder, job) is None                                   # nothing kept yet
+    folder.mkdir(); (folder / 'checkpoint.bin').write_bytes(b'half')    # what a killed job leaves
+    assert _kept(folder, job) is None and not folder.exists()           # emptied, never read
+    folder.mkdir(); _keep(folder, job, {'successes': [1.0, 0.0]})
+    assert _kept(folder, job) == {'successes': [1.0, 0.0]}              # tuples and lists compare equal via JSON
+    assert _kept(folder, _job('row', name='r', seed=1, overrides=['a=1'])) is None and not folder.exists()
+    folder.mkdir(); (folder / 'job.json').write_text('{"job": {"job": "row"')   # torn or hand-edited
+    assert _kept(folder, job) is None and not folder.exists()
+
+
+@pytest.mark.slow
+def test_a_stopped_run_finishes_with_the_same_summary(tmp_path, capsys):
+    "A run whose last row was lost (its folder holds only a checkpoint) reruns that row alone; the summary is the same."
+    from pettingllms_nb.demo import run_training, _rows_dir, ROWS
+    first = run_training(tmp_path, quick=True, workers=1, n_boot=200)
+    lost = _rows_dir(tmp_path, ROWS[-1][0], 0)
+    (lost / 'job.json').unlink(); (lost / 'stale.tmp').write_text('x')
+    again = run_training(tmp_path, quick=True, workers=1, n_boot=200)
+    assert again == first and not (lost / 'stale.tmp').exists()
+    timing = json.loads((tmp_path / 'timing.json').read_text())
+    assert len(timing['kept_from_an_earlier_run']) == len(ROWS) - 1
+    assert f"Kept {len(ROWS) - 1} of {len(ROWS)} rows" in capsys.readouterr().out
+    fresh = run_training(tmp_path, quick=True, workers=1, n_boot=200, fresh=True)
+    assert fresh == first and json.loads((tmp_path / 'timing.json').read_text())['kept_from_an_earlier_run'] == []
