@@ -6,12 +6,13 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/engine/rollout.html.md"""
 
 # %% ../../nbs/engine/12_rollout.ipynb #1f5f3258
 from __future__ import annotations
-import asyncio, logging, random, warnings
+import asyncio, difflib, logging, random, warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 from ..core.env import Env
 from ..core.agent import atake_turn
-from ..core.registry import registry, make_env, make_agent
+from ..core.registry import registry, make_env, make_agent, RegistryError
 from ..core.rewards import credit_path
 from .policies import Policy, ScriptedPolicy, Request, Completion, run_sync
 from .trace import Trace, Step, Episode
@@ -48,6 +49,17 @@ def _from_config(cfg) -> RolloutSpec:
                        agent_kwargs={r: agent_kwargs(cfg, r) for r in roles},
                        sampling={r: {'temperature': float(agent_config(cfg, r).train_temperature)} for r in roles})
 
+def _known_name(name):
+    "Refuse a bare name that is neither a registered env nor a preset, naming both lists (a path goes to `load_config`)."
+    from pettingllms_nb.core.config import list_presets
+    if not isinstance(name, str) or name.endswith(('.yaml', '.yml')) or '/' in name or name in list_presets(): return
+    if Path(name).exists(): return
+    envs = registry.names('env')
+    near = difflib.get_close_matches(name, envs + list_presets(), n=3, cutoff=0.6)
+    raise RegistryError(f"no env or preset named {name!r}{'; did you mean ' + ' or '.join(map(repr, near)) + '?' if near else ''} "
+                        f"(registered envs: {envs}; presets: `pettingllms-nb presets`; an env of your own module registers "
+                        f"when the module is imported: `--import MODULE` on the command line)")
+
 def resolve_spec(config_or_env, turn_order=None, max_turns=None, schedule=None, **env_kwargs) -> RolloutSpec:
     "Work out env, kwargs, turn order, max_turns and schedule from a config, preset, path or env name."
     if isinstance(config_or_env, str) and config_or_env in registry.names('env'):
@@ -58,6 +70,7 @@ def resolve_spec(config_or_env, turn_order=None, max_turns=None, schedule=None, 
     else:
         if isinstance(config_or_env, str) or hasattr(config_or_env, '__fspath__'):
             from pettingllms_nb.core.config import load_config
+            _known_name(config_or_env)
             config_or_env = load_config(config_or_env)
         spec = _from_config(config_or_env)
     if turn_order is not None: spec.turn_order = list(turn_order)
