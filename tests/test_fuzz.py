@@ -21,12 +21,13 @@ free, no file owned by a slot uid or named with the marker appeared, no temp fil
 The `slow` run (`pytest -m slow tests/test_fuzz.py`) draws many more examples and adds programs that run to their
 time limit (an infinite loop, a sleep, a fork bomb).
 """
-import fcntl, json, math, os, re, subprocess, tempfile, threading, time, uuid
+import json, math, os, re, subprocess, tempfile, threading, uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pettingllms_nb import sandbox as sbx
+from leaks import SLOT_UIDS, WATCHED, entries, marked_processes, sentinel, settled, slot_processes  # noqa: F401 (sentinel: a fixture)
 from pettingllms_nb.core import parsing as P
 from pettingllms_nb.core.agent import take_turn
 from pettingllms_nb.core.registry import make_agent, make_env, registry
@@ -207,54 +208,12 @@ def hostile(names) -> dict:
 
 
 # ---- what must hold after every test: nothing left behind --------------------------------------------------------
-SLOT_UIDS = frozenset(sbx._slot_uids())
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WATCHED = ['/tmp', '/var/tmp', '/dev/shm', REPO, os.path.join(REPO, 'tests'), os.path.expanduser('~')]
-
-def marked_processes() -> list:
-    "Live processes, other than this one, whose name or command line carries `MARK`."
-    found = []
-    for pid in os.listdir('/proc'):
-        if not pid.isdigit() or int(pid) == os.getpid(): continue
-        try:
-            with open(f'/proc/{pid}/cmdline', 'rb') as f: cmd = f.read()
-            with open(f'/proc/{pid}/stat', 'rb') as f: stat = f.read()
-        except OSError: continue
-        name, state = stat[stat.index(b'(') + 1:stat.rindex(b')')], stat[stat.rindex(b')') + 2:][:1]
-        if state != b'Z' and (MARK.encode() in cmd or name == MARK.encode()): found.append(int(pid))
-    return found
-
-def _uid_of(pid:str):
-    try:
-        with open(f'/proc/{pid}/status') as f: s = dict(x.split(':', 1) for x in f if ':' in x)
-    except OSError: return None
-    return None if s.get('State', '').strip().startswith('Z') else int(s['Uid'].split()[0])
-
-def _slot_free(uid:int) -> bool:
-    "No run holds slot `uid` now (its lock is free); another session's run may hold it legitimately."
-    fd = os.open(os.path.join(sbx._base_dir(), 'slots', str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError: return False
-    finally: os.close(fd)
-
-def slot_processes() -> list:
-    "Live processes of a slot uid whose slot no run holds: left behind by a run."
-    found = [(int(p), u) for p in os.listdir('/proc') if p.isdigit() and (u := _uid_of(p)) in SLOT_UIDS]
-    return [(p, u) for p, u in found if _slot_free(u)]
-
-def _entries() -> dict:
-    out = {}
-    for d in WATCHED + [sbx._base_dir()]:
-        try: out.update({e.path: e for e in os.scandir(d)})
-        except OSError: pass
-    return out
+WATCHED_RUNS = WATCHED + [sbx._base_dir()]   # and the sandbox's run dirs, where a marked file may be left
 
 def stray_files(before:dict) -> list:
     "New entries of the watched dirs owned by a slot uid or named with `MARK`, and marked files in run dirs."
     found = []
-    for path, e in _entries().items():
+    for path, e in entries(WATCHED_RUNS).items():
         try: uid = e.stat(follow_symlinks=False).st_uid
         except OSError: continue
         if path not in before and (uid in SLOT_UIDS or MARK in path): found.append(path)
@@ -263,22 +222,7 @@ def stray_files(before:dict) -> list:
             except OSError: pass
     return found
 
-def _settled(check, timeout=10.0) -> list:
-    "What `check()` finds now and still finds after `timeout` s (a killed process may take a moment to vanish)."
-    deadline, left = time.monotonic() + timeout, check()
-    while left and time.monotonic() < deadline:
-        time.sleep(0.2)
-        now = set(check())
-        left = [x for x in left if x in now]
-    return left
-
-@pytest.fixture(scope='module')
-def sentinel():
-    "One of the trainer's own processes: no hostile program may kill it."
-    p = subprocess.Popen(['sleep', '3600'])
-    yield p
-    p.kill()
-    p.wait()
+def _settled(check) -> list: return settled(check, timeout=10.0, poll=0.2)   # hostile programs take longer to go
 
 @pytest.fixture(autouse=True)
 def nothing_left_behind(sentinel, monkeypatch):
@@ -293,10 +237,10 @@ def nothing_left_behind(sentinel, monkeypatch):
         return fd, path
     monkeypatch.setattr(tempfile, 'mkdtemp', mkdtemp)   # TemporaryDirectory and the sandbox's run dirs use these
     monkeypatch.setattr(tempfile, 'mkstemp', mkstemp)
-    before = _entries()
+    before = entries(WATCHED_RUNS)
     yield
     assert _settled(lambda: [p for p in made if os.path.exists(p)]) == [], "a temp file or dir was left behind"
-    assert _settled(marked_processes) == [], "a hostile program's process survived its run"
+    assert _settled(lambda: marked_processes(MARK)) == [], "a hostile program's process survived its run"
     assert _settled(slot_processes) == [], "a slot uid still runs processes after its run ended"
     assert _settled(lambda: stray_files(before)) == [], "a run left files outside its directory"
     assert sentinel.poll() is None, "the trainer's sentinel process died"
@@ -307,17 +251,17 @@ def test_the_leftover_checks_can_fail():
     prog = (f"import ctypes, time; ctypes.CDLL(None).prctl(15, {MARK.encode()!r}, 0, 0, 0); "
             "print(flush=True); time.sleep(60)")
     p = subprocess.Popen(['python3', '-c', prog], stdout=subprocess.PIPE)
-    before, path = _entries(), f"/tmp/{MARK}-probe"
+    before, path = entries(WATCHED_RUNS), f"/tmp/{MARK}-probe"
     try:
         p.stdout.readline()   # the name is set
-        assert p.pid in marked_processes()
+        assert p.pid in marked_processes(MARK)
         open(path, 'w').close()
         assert path in stray_files(before)
     finally:
         p.kill()
         p.wait()
         if os.path.exists(path): os.remove(path)
-    assert p.pid not in marked_processes()
+    assert p.pid not in marked_processes(MARK)
 
 
 # ---- environments and agents, from the registry -------------------------------------------------------------------

@@ -8,9 +8,11 @@ nbs/sandbox/34_run_code.ipynb ("The catalogue, case by case"). Cheap cases run a
 offers; cases that are unsafe without isolation (kill(-1), fork bombs, writes outside the run dir) are skipped at
 `rlimits-only`, which does not claim to contain them.
 """
-import asyncio, fcntl, os, shutil, signal, socket, subprocess, sys, threading, time, tracemalloc, uuid
+import asyncio, os, signal, socket, subprocess, sys, threading, time, tracemalloc, uuid
 import pytest
 from pettingllms_nb import sandbox as sbx
+from leaks import (REPO, SLOT_UIDS, comm_of, entries, marked_processes, sentinel, settled,  # noqa: F401 (sentinel: a fixture)
+                   slot_processes)
 from pettingllms_nb.sandbox import (LEVELS, VERDICTS, RunResult, Sandbox, SandboxWorker, isolation_level, outputs_match,
                                     run_code)
 
@@ -63,20 +65,7 @@ def crun(request):
 
 def marker() -> str: return f"PLLM_MARK_{uuid.uuid4().hex}"
 
-def comm_of(mark:str) -> str: return mark[-15:]   # /proc/PID/comm keeps 15 characters
-
-def leftovers(mark:str) -> list:
-    "Pids, other than this process, whose command line or (15-character) name carries `mark`; zombies are dead."
-    found = []
-    for pid in os.listdir('/proc'):
-        if not pid.isdigit() or int(pid) == os.getpid(): continue
-        try:
-            with open(f'/proc/{pid}/cmdline', 'rb') as f: cmd = f.read()
-            with open(f'/proc/{pid}/stat', 'rb') as f: stat = f.read()
-        except OSError: continue
-        name, state = stat[stat.index(b'(') + 1:stat.rindex(b')')], stat[stat.rindex(b')') + 2:][:1]
-        if state != b'Z' and (mark.encode() in cmd or name == comm_of(mark).encode()): found.append(int(pid))
-    return found
+leftovers = marked_processes   # this suite's name for it
 
 def spawn_marked(mark:str, body:str) -> str:
     "Python source (for the sandboxed program) that execs a fresh interpreter running `body`, tagged with `mark`."
@@ -89,72 +78,26 @@ def tag(src:str) -> str:
     return f"import ctypes; ctypes.CDLL(None).prctl(15, {comm_of(MARK).encode()!r}, 0, 0, 0)\n" + src   # PR_SET_NAME
 
 
-# ---- the invariants every case must keep: nothing left behind, the trainer alive
-SLOT_UIDS = frozenset(sbx._slot_uids())   # the uids runs get (those of the range no account uses)
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WATCHED = ['/tmp', '/var/tmp', '/dev/shm', REPO, os.path.join(REPO, 'tests'), os.path.expanduser('~')]
-
-def _uid_of(pid:str):
-    try:
-        with open(f'/proc/{pid}/status') as f: st = dict(l.split(':', 1) for l in f if ':' in l)
-    except OSError: return None
-    return None if st.get('State', '').strip().startswith('Z') else int(st['Uid'].split()[0])
-
-def _slot_free(uid:int) -> bool:
-    "Is no run holding slot `uid` now (its lock file is free)? Another session's run may hold it legitimately."
-    fd = os.open(os.path.join(sbx._base_dir(), 'slots', str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); return True
-    except BlockingIOError: return False
-    finally: os.close(fd)
-
-def stray_processes() -> list:
-    "Live processes of a slot uid whose slot no run holds: a run left them behind."
-    found = [(int(p), u) for p in os.listdir('/proc') if p.isdigit() and (u := _uid_of(p)) in SLOT_UIDS]
-    return [(p, u) for p, u in found if _slot_free(u)]
-
-def _entries() -> dict:
-    out = {}
-    for d in WATCHED:
-        try: out.update({e.path: e for e in os.scandir(d)})
-        except OSError: pass
-    return out
-
+# ---- the invariants every case must keep: nothing left behind, the trainer alive (checks in tests/leaks.py)
 def stray_files(before:dict) -> list:
     "New entries of the watched dirs that a run made: owned by a slot uid, or named with a marker."
     found = []
-    for path, e in _entries().items():
+    for path, e in entries().items():
         if path in before: continue
         try: uid = e.stat(follow_symlinks=False).st_uid
         except OSError: continue
         if uid in SLOT_UIDS or 'PLLM_MARK' in path or comm_of(MARK) in path: found.append(path)
     return found
 
-def _settled(check, timeout=5.0) -> list:
-    """What `check()` finds now and still finds after up to `timeout` s: what a run killed may take a moment to vanish,
-    and other sessions' runs come and go (only what is found now is followed), but a leak stays."""
-    deadline, left = time.monotonic() + timeout, check()
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = set(check())
-        left = [x for x in left if x in now]
-    return left
-
-@pytest.fixture(scope='module')
-def sentinel():
-    "One of the trainer's own processes: no run may kill it."
-    p = subprocess.Popen(['sleep', '3600'])
-    yield p
-    p.kill(); p.wait()
-
 @pytest.fixture(autouse=True)
 def guard(sentinel):
     "After every test: no process and no file left behind, and the trainer (this process, its sentinel) alive."
     global MARK
-    MARK, before = marker(), _entries()
+    MARK, before = marker(), entries()
     yield
-    assert _settled(lambda: leftovers(MARK)) == [], "a tagged process of this test survived"
-    assert _settled(stray_processes) == [], "a slot uid still runs processes after its run ended"
-    assert _settled(lambda: stray_files(before)) == [], "a run left files outside its directory"
+    assert settled(lambda: leftovers(MARK)) == [], "a tagged process of this test survived"
+    assert settled(slot_processes) == [], "a slot uid still runs processes after its run ended"
+    assert settled(lambda: stray_files(before)) == [], "a run left files outside its directory"
     assert sentinel.poll() is None, "the trainer's sentinel process died"
     os.kill(os.getpid(), 0)
 
@@ -419,7 +362,7 @@ def test_guard_sees_a_leak():
     try:
         deadline = time.monotonic() + 5
         while q.pid not in leftovers(MARK) and time.monotonic() < deadline: time.sleep(0.05)
-        assert (p.pid, uid) in stray_processes() and q.pid in leftovers(MARK)
+        assert (p.pid, uid) in slot_processes() and q.pid in leftovers(MARK)
     finally:
         for x in (p, q): x.kill(); x.wait()
 
@@ -429,7 +372,7 @@ def test_only_standard_fds(run):
 
 def new_run_dirs(before:set, timeout=20.0) -> set:
     "Run dirs that appeared since `before` and stay: other sessions' runs share the base dir, but theirs go away."
-    return set(_settled(lambda: sorted(set(os.listdir(sbx._base_dir())) - before - {'slots'}), timeout))
+    return set(settled(lambda: sorted(set(os.listdir(sbx._base_dir())) - before - {'slots'}), timeout))
 
 def test_run_dir_removed_even_if_chmod_0(run):
     before = set(os.listdir(sbx._base_dir()))
