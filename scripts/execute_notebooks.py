@@ -15,7 +15,8 @@ committed outputs, and their notebooks say in the text above them how long they 
 No network: `HF_HUB_OFFLINE=1` is set for the kernels unless the caller set it, so nothing waits on the Hub.
 
 `--save` writes the outputs into the notebook, made to be committed: sampling is seeded by the notebooks themselves,
-`PYTHONHASHSEED=0` and `TQDM_DISABLE=1` (progress bars carry timings) are set for the kernel, the live widget views
+`PYTHONHASHSEED=0`, `TQDM_DISABLE=1` and `HF_HUB_DISABLE_PROGRESS_BARS=1` (progress bars carry timings; the last
+also silences transformers' own "Loading weights" bars, which ignore tqdm's variable) are set for the kernel, the live widget views
 (`application/vnd.jupyter.widget-view+json`, whose ids change every run) and the notebook's widget state are dropped,
 keeping each widget's static `text/html` fallback and `text/plain`, and `nbdev-clean` then normalises ids and metadata.
 A notebook whose outputs exceed `--max-kb` is reported (outputs are the docs: keep them small).
@@ -54,7 +55,7 @@ def cell_flags(cell) -> set[str]:
 def kernel_env(save:bool) -> dict:
     "The environment the kernels inherit: no Hub access, and (saving) seeded hashing and no progress bars."
     env = {'HF_HUB_OFFLINE': '1', 'TOKENIZERS_PARALLELISM': 'false'}
-    if save: env.update(PYTHONHASHSEED='0', TQDM_DISABLE='1')
+    if save: env.update(PYTHONHASHSEED='0', TQDM_DISABLE='1', HF_HUB_DISABLE_PROGRESS_BARS='1')
     return {**env, **{k: os.environ[k] for k in env if k in os.environ}}
 
 
