@@ -143,3 +143,30 @@ def test_the_warm_start_plays_the_modules_oracle(tmp_path, monkeypatch):
     mixed = warm_start_pairs(cfg, n_seeds=20, p_oracle=0.5)
     wrong = sum(p['text'][1:] != c for p, c in mixed)
     assert 5 <= wrong <= 30, wrong                                           # about half random, a fifth of them right
+
+
+def _defs(source:str) -> dict:
+    "Name -> AST dump of every top-level class and function (decorators kept, docstrings left out)."
+    import ast
+    out = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, (ast.ClassDef, ast.FunctionDef)): continue
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], 'value', None), ast.Constant) \
+                and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
+        out[node.name] = ast.dump(node)
+    return out
+
+def test_tutorial_10s_module_is_its_cells():
+    "The relay.py that tutorial 10 writes defines what its cells define (a change to one shows up as a difference)."
+    import re
+    nb = json.loads((Path(__file__).parent.parent / 'tutorials' / '10_train_your_own_env.ipynb').read_text())
+    code = [''.join(c['source']) for c in nb['cells'] if c['cell_type'] == 'code']
+    writer = next(s for s in code if '"relay.py").write_text(' in s)
+    module = _defs(re.search(r"write_text\('''\\\n(.*?)'''\)", writer, re.S).group(1))
+    cells = {}
+    for s in code[:code.index(writer)]:
+        try: cells.update(_defs(s))
+        except SyntaxError: pass   # a cell with IPython syntax defines nothing the module needs
+    assert set(module) == {'RelayState', 'RelayEnv', 'read_digit', 'Spotter', 'Striker', 'relay_oracle', 'relay_random'}
+    assert {n: cells.get(n) for n in module} == module
