@@ -375,5 +375,6 @@ def run_demo(out_dir=None, episodes:int=100, quick:bool=False, steps:int=80, anc
     if anchors: out['anchors'] = run_anchors(out_dir, seeds=episodes, quick=quick)
     if train: out['training'] = run_training(out_dir, game=game, episodes=episodes, seeds=seeds, steps=steps,
                                              quick=quick, workers=workers, fresh=fresh)
-    print(f"Saved to {Path(out_dir).resolve()}: summary.json, table.md, curves.png, timing.json, anchors.json, anchors.md")
+    files = ['anchors.json', 'anchors.md'] * anchors + ['summary.json', 'table.md', 'curves.png', 'timing.json'] * train
+    print(f"Saved to {Path(out_dir).resolve()}: {', '.join(files)}")
     return out
