@@ -186,7 +186,7 @@ def _keep(folder, job:dict, result):
 def _build_base(preset:str, overrides:list, path:str, threads:int=1) -> str:
     "Warm-start a tiny base on demonstrations of both systems (`training.seed` of `overrides`); its directory."
     job = _job('warm start', preset=preset, overrides=overrides, threads=threads)
-    if (kept := _kept(path, job)) is not None: return kept
+    if _kept(path, job) is not None: return path   # where it is now (the folder may have moved since)
     import torch
     from pettingllms_nb.training.trainer import build_tiny_base
     torch.set_num_threads(threads)   # as every job: the same kernels whichever process runs it

@@ -160,6 +160,17 @@ def test_a_kept_result_is_reused_only_for_the_same_job(tmp_path):
     assert _kept(folder, job) is None and not folder.exists()
 
 
+def test_a_kept_base_is_used_where_it_is_now(tmp_path):
+    "A warm start kept in a folder that has moved since is found at its new place, not at the path it was built at."
+    from pettingllms_nb.demo import _build_base, _job, _keep
+    old, new = tmp_path / 'old' / 'seed_0', tmp_path / 'new' / 'seed_0'
+    job = _job('warm start', preset='tiny_plan_path', overrides=['training.seed=0'], threads=1)
+    _keep(old, job, str(old)); (old / 'config.json').write_text('{}')
+    old.parent.rename(new.parent)
+    assert _build_base('tiny_plan_path', ['training.seed=0'], str(new)) == str(new)   # kept: nothing rebuilt
+    assert (new / 'config.json').read_text() == '{}'
+
+
 @pytest.mark.slow
 def test_a_stopped_run_finishes_with_the_same_summary(tmp_path, capsys):
     "A run whose last row was lost (its folder holds only a checkpoint) reruns that row alone; the summary is the same."

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/engine/rollout.html.md"""
 
 # %% ../../nbs/engine/12_rollout.ipynb #1f5f3258
 from __future__ import annotations
-import asyncio, difflib, logging, random, warnings
+import asyncio, logging, random, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -51,14 +51,13 @@ def _from_config(cfg) -> RolloutSpec:
 
 def _known_name(name):
     "Refuse a bare name that is neither a registered env nor a preset, naming both lists (a path goes to `load_config`)."
-    from pettingllms_nb.core.config import list_presets
-    if not isinstance(name, str) or name.endswith(('.yaml', '.yml')) or '/' in name or name in list_presets(): return
-    if Path(name).exists(): return
+    from pettingllms_nb.core.config import list_presets, _did_you_mean
+    presets = list_presets()
+    if not isinstance(name, str) or name.endswith(('.yaml', '.yml')) or '/' in name or name in presets or Path(name).exists(): return
     envs = registry.names('env')
-    near = difflib.get_close_matches(name, envs + list_presets(), n=3, cutoff=0.6)
-    raise RegistryError(f"no env or preset named {name!r}{'; did you mean ' + ' or '.join(map(repr, near)) + '?' if near else ''} "
-                        f"(registered envs: {envs}; presets: `pettingllms-nb presets`; an env of your own module registers "
-                        f"when the module is imported: `--import MODULE` on the command line)")
+    raise RegistryError(f"no env or preset named {name!r}{_did_you_mean(name, envs + presets, n=3)} (registered envs: "
+                        f"{envs}; presets: `pettingllms-nb presets`; an env of your own module registers when the module "
+                        f"is imported: `--import MODULE` on the command line)")
 
 def resolve_spec(config_or_env, turn_order=None, max_turns=None, schedule=None, **env_kwargs) -> RolloutSpec:
     "Work out env, kwargs, turn order, max_turns and schedule from a config, preset, path or env name."
