@@ -548,3 +548,14 @@ def test_generated_and_package_sources_need_only_their_extra(tmp_path):
                    ('pkg', 'missing', "pip install 'pettingllms-nb[web]'")]
     with pytest.raises(DataMissing, match=r"get it with `pip install 'pettingllms-nb\[web\]'`"):
         prepare('pkg', registry=reg)
+
+
+def test_a_rollout_locates_its_source_once(tmp_path, data_root, monkeypatch):
+    "A rollout over many seeds reads the source's manifest once (locating it is a disk scan), not once per env."
+    from pettingllms_nb.data.sources import DataSource
+    from pettingllms_nb.engine.rollout import rollout
+    prepare('aime25', from_path=write_jsonl(tmp_path / 'test.jsonl', [ROWS['aime25'][1]]))
+    calls, real = [], DataSource.status
+    monkeypatch.setattr(DataSource, 'status', lambda self, *a, **kw: calls.append(self.name) or real(self, *a, **kw))
+    tr = rollout('math_env', lambda req: 'Answer: 1', seeds=range(6), turn_order=['math_single_agent'], source='aime25')
+    assert len(tr.episodes) == 6 and calls == ['aime25']

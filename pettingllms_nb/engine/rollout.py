@@ -76,6 +76,9 @@ def resolve_spec(config_or_env, turn_order=None, max_turns=None, schedule=None, 
     if max_turns is not None: spec.max_turns = max_turns
     if schedule is not None: spec.schedule = schedule
     spec.env_kwargs.update(env_kwargs)
+    if spec.env_kwargs.get('source') is not None:   # locate the data once, not in every env a rollout makes
+        from pettingllms_nb.data.sources import source_kwargs
+        spec.env_kwargs = source_kwargs(spec.env_name, spec.env_kwargs)
     if spec.schedule not in SCHEDULES: raise ValueError(f"schedule={spec.schedule!r}; allowed: {SCHEDULES}")
     if not spec.turn_order or len(set(spec.turn_order)) != len(spec.turn_order):
         raise ValueError(f"turn_order={spec.turn_order!r}; expected a non-empty list of distinct agent names")
