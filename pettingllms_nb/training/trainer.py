@@ -466,6 +466,7 @@ def resume(self:Trainer) -> Path|None:
 @patch
 def _write_metrics(self:Trainer, m:dict):
     self.history.append(m)
+    if self.dist is not None and not self.dist.is_main: return   # one rank writes the log and the loggers
     with open(self.out / 'metrics.jsonl', 'a') as f: f.write(json.dumps(m) + '\n')
     if self._loggers is None:
         self._loggers, names = [], set(self.cfg.training.logger)
@@ -521,7 +522,7 @@ def fit(self:Trainer, steps:int|None=None, callback=None) -> FitResult:
     if self.step == 0 and not self.history and t.val_freq:
         self._write_metrics({'step': 0, **self.evaluate()})
     bar = None
-    if self.progress:
+    if self.progress and (self.dist is None or self.dist.is_main):   # one bar, not one per rank
         from tqdm.auto import tqdm
         bar = tqdm(total=end, initial=self.step, desc=f"train {self.cfg.training.experiment_name}", unit="step")
     while self.step < end:
