@@ -67,6 +67,7 @@ def _assign(self:PolicyServers, requests) -> list:
 @patch
 async def _on(self:PolicyServers, i:int, requests:list, down:set) -> list:
     "`requests` answered by server `i`, or by the next live server when `i` fails."
+    last = None
     for k in range(len(self.servers)):
         j = (i + k) % len(self.servers)
         if j in down: continue
@@ -74,13 +75,14 @@ async def _on(self:PolicyServers, i:int, requests:list, down:set) -> list:
         except OpenAIServerError as e:
             if e.status is not None and e.status < 500 and e.status != 429: raise   # the request is wrong
             _log.warning("policy server %s failed (%s); its requests go to the next one", self.servers[j].base_url, e)
-            down.add(j)
+            down.add(j); last = e
             continue
         self.sent[j] += len(requests)
         for o in outs:
             for c in o: c.meta['server'] = self.servers[j].base_url
         return outs
-    raise OpenAIServerError(f"every policy server failed: {self.urls}")
+    raise OpenAIServerError(f"every policy server failed: {self.urls} (the last: {last})",
+                            getattr(last, 'status', None)) from last
 
 @patch
 async def agenerate(self:PolicyServers, requests:list[Request]) -> list:
