@@ -64,7 +64,9 @@ class CodeEnv(Env):
                          fn_name=p.get('fn_name') or '', starter_code=p.get('starter_code') or '')
 
 # %% ../../../nbs/envs/code/75_code_env.ipynb #ee02963a
-CODE_DATASETS = ('original', 'apps', 'codecontests', 'livecodebench', 'humaneval')   # `envs.code.data`'s sources
+from .data import CODE_SOURCE_NAMES
+
+CODE_DATASETS = ('original', *CODE_SOURCE_NAMES)   # the problems shipped here, and `envs.code.data`'s sources
 
 declare_params(CodeEnv,
                dataset=Param((str, list), doc=f"a source {list(CODE_DATASETS)}, or a list of problems in the code schema"),
