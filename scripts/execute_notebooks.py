@@ -73,12 +73,13 @@ def strip_widget_views(nb) -> int:
     "Drop live widget views and the notebook's widget state (ids change every run); returns how many views went."
     n = 0
     for c in nb['cells']:
-        for o in c.get('outputs', []):
+        if c['cell_type'] != 'code': continue   # only code cells have outputs (a markdown one must not get the key)
+        for o in c['outputs']:
             if WIDGET_VIEW in o.get('data', {}):
                 del o['data'][WIDGET_VIEW]
                 n += 1
-        c['outputs'] = [o for o in c.get('outputs', []) if o.get('output_type') not in ('execute_result', 'display_data')
-                        or o.get('data')] if c['cell_type'] == 'code' else c.get('outputs', [])
+        c['outputs'] = [o for o in c['outputs'] if o.get('output_type') not in ('execute_result', 'display_data')
+                        or o.get('data')]
     nb['metadata'].pop('widgets', None)
     return n
 

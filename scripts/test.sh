@@ -21,6 +21,8 @@ if [ "${SKIP_VLLM:-0}" != "1" ]; then
   echo "[test] building .venv-vllm in the background (its log: $vllm_log)" >&2
   bash scripts/vllm-venv.sh > "$vllm_log" 2>&1 &
   vllm_pid=$!
+  # If a notebook fails, `set -e` ends this script: stop the build with it (no half-built venv left running on).
+  trap 'pkill -P "$vllm_pid" 2>/dev/null; kill "$vllm_pid" 2>/dev/null; wait "$vllm_pid" 2>/dev/null; rm -f "$vllm_log"' EXIT
 fi
 echo "[test] notebooks: nbs/ (the tutorials run in pytest, tests/test_run_all.py)" >&2
 python scripts/nbtest.py --workers "${NB_WORKERS:-2}" --flags "$flags" nbs
@@ -29,6 +31,7 @@ if [ -n "$vllm_pid" ]; then
   echo "[test] vLLM: tests/vllm in .venv-vllm (SKIP_VLLM=1 skips)" >&2
   vllm_rc=0
   wait "$vllm_pid" || vllm_rc=$?
+  trap - EXIT
   cat "$vllm_log" >&2
   rm -f "$vllm_log"
   [ "$vllm_rc" -eq 0 ] || { echo "[test] building .venv-vllm failed ($vllm_rc)" >&2; exit "$vllm_rc"; }
