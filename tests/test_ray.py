@@ -144,3 +144,15 @@ def test_no_ray_process_is_left(cluster, ray_worker):
             time.monotonic() < deadline:
         time.sleep(0.5)
     assert not left, left
+
+
+def test_a_failed_remote_rollout_closes_its_episodes(cluster):
+    "A policy that raises mid-rollout: the error reaches the caller, and no actor keeps an episode open."
+    from pettingllms_nb.scale.env_actors import EnvActorPool, remote_rollout
+    def broken(req): raise RuntimeError('the policy server went away')
+    pool = EnvActorPool('toy_relay', actors=2, cpus_per_actor=0.5)
+    try:
+        with pytest.raises(RuntimeError, match='went away'): remote_rollout(pool, broken, seeds=range(3))
+        left = pool.ray.get([a.__ray_call__.remote(lambda self: len(self.episodes)) for a in pool.actors])
+        assert left == [0, 0]
+    finally: pool.close()

@@ -158,20 +158,22 @@ async def aremote_rollout(pool:EnvActorPool, policies, seeds=(0,), sample_num:in
         ep['uid'], ep['root'] = o['problem_uid'], f"{o['problem_uid']}#{ep['r']}"
         ep['state_id'] = ep['root']
         trace.roots[ep['root']] = o['state']
-    turn, running = 0, list(eps)
-    while running:
-        alive = await asyncio.gather(*[pool.actors[ep['actor']].start_turn.remote(ep['key']) for ep in running])
-        running = [ep for ep, ok in zip(running, alive) if ok]
-        if not running: break
-        first = None
-        if s.schedule == 'simultaneous':   # every prompt from the turn-start state
-            first = {r: await asyncio.gather(*[pool.actors[ep['actor']].prompt.remote(ep['key'], r, turn)
-                                               for ep in running]) for r in s.turn_order}
-        for role in s.turn_order: await _turn(pool, running, pol, samp, role, turn, trace, first and first[role])
-        await asyncio.gather(*[pool.actors[ep['actor']].end_turn.remote(ep['key']) for ep in running])
-        turn += 1
-    results = await asyncio.gather(*[pool.actors[ep['actor']].result.remote(ep['key']) for ep in eps])
-    await asyncio.gather(*[pool.actors[ep['actor']].close.remote(ep['key']) for ep in eps])
+    try:   # the actors hold the episodes (games, browsers): close them whatever happens
+        turn, running = 0, list(eps)
+        while running:
+            alive = await asyncio.gather(*[pool.actors[ep['actor']].start_turn.remote(ep['key']) for ep in running])
+            running = [ep for ep, ok in zip(running, alive) if ok]
+            if not running: break
+            first = None
+            if s.schedule == 'simultaneous':   # every prompt from the turn-start state
+                first = {r: await asyncio.gather(*[pool.actors[ep['actor']].prompt.remote(ep['key'], r, turn)
+                                                   for ep in running]) for r in s.turn_order}
+            for role in s.turn_order: await _turn(pool, running, pol, samp, role, turn, trace, first and first[role])
+            await asyncio.gather(*[pool.actors[ep['actor']].end_turn.remote(ep['key']) for ep in running])
+            turn += 1
+        results = await asyncio.gather(*[pool.actors[ep['actor']].result.remote(ep['key']) for ep in eps])
+    finally: await asyncio.gather(*[pool.actors[ep['actor']].close.remote(ep['key']) for ep in eps],
+                                  return_exceptions=True)
     for ep, res in zip(eps, results):
         rewards = {}
         for st in ep['kept']: rewards[st.agent] = rewards.get(st.agent, 0.0) + st.reward
