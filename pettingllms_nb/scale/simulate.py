@@ -73,14 +73,20 @@ def throughput_curve(actors=(1, 2, 4, 8), workload:str='latency', programs:int=3
     from pettingllms_nb.sandbox.ray_pool import RayWorker
     if workload not in WORKLOADS: raise ValueError(f"workload={workload!r}; allowed values are {list(WORKLOADS)}")
     code, expected = WORKLOADS[workload]
-    out = []
-    for k in actors:
-        w = RayWorker(actors=k, slots=slots, cpus_per_actor=0.01)   # logical CPUs: the cluster does not cap the actors
-        try:
-            run_sync(_timed(w, code, expected, 2 * k * slots))        # start every actor and its sandbox
-            dt, rs = run_sync(_timed(w, code, expected, programs))
-        finally: w.close()
-        out.append(CurvePoint(k, programs, round(dt, 3), round(programs / dt, 2),
-                              verdicts=dict(Counter(r.verdict for r in rs))))
+    import ray
+    from pettingllms_nb.scale.cluster import ray_init
+    own, out = not ray.is_initialized(), []
+    ray_init()   # one cluster for every size: a worker that started its own would shut it down at close
+    try:
+        for k in actors:
+            w = RayWorker(actors=k, slots=slots, cpus_per_actor=0.01)   # logical CPUs: the cluster caps nothing
+            try:
+                run_sync(_timed(w, code, expected, 2 * k * slots))        # start every actor and its sandbox
+                dt, rs = run_sync(_timed(w, code, expected, programs))
+            finally: w.close()
+            out.append(CurvePoint(k, programs, round(dt, 3), round(programs / dt, 2),
+                                  verdicts=dict(Counter(r.verdict for r in rs))))
+    finally:
+        if own: ray.shutdown()
     for p in out: p.speedup = round(p.per_s / out[0].per_s, 2)
     return out
