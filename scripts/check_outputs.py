@@ -39,10 +39,11 @@ def missing_outputs(path) -> list[str]:
 
 def main(argv=None) -> int:
     paths = (argv if argv is not None else sys.argv[1:]) or ['tutorials']
-    bad = {nb: m for nb in notebooks(paths) if (m := missing_outputs(nb))}
+    nbs = notebooks(paths)
+    bad = {nb: m for nb in nbs if (m := missing_outputs(nb))}
     for nb, m in bad.items():
         print(f"[outputs] {nb}: " + '; '.join(m[:3]) + (f"; and {len(m) - 3} more" if len(m) > 3 else ''), file=sys.stderr)
-    n = len(notebooks(paths))
+    n = len(nbs)
     print(f"[outputs] {n - len(bad)} of {n} notebooks carry their outputs", file=sys.stderr)
     return 1 if bad else 0
 

@@ -10,10 +10,8 @@ import argparse, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-def notebooks(paths):
-    for p in map(Path, paths):
-        found = [p] if p.suffix == '.ipynb' else sorted(p.rglob('*.ipynb'))
-        yield from (nb for nb in found if '.ipynb_checkpoints' not in nb.parts and not nb.name.startswith('_'))
+sys.path.insert(0, str(Path(__file__).parent))
+from execute_notebooks import notebooks   # the same notebooks for both runners (and a missing path is an error)
 
 def run(nb, flags):
     t = time.perf_counter()
@@ -25,7 +23,7 @@ def main(argv=None):
     ap.add_argument('paths', nargs='+'); ap.add_argument('--flags', default='')
     ap.add_argument('--workers', type=int, default=2)
     a = ap.parse_args(argv)
-    nbs = list(notebooks(a.paths))
+    nbs = notebooks(a.paths)
     failed = []
     with ThreadPoolExecutor(a.workers) as ex:
         for nb, rc, dt, out in ex.map(lambda nb: run(nb, a.flags), nbs):
