@@ -25,6 +25,7 @@ from omegaconf import II, MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 import pettingllms_nb
 from .registry import Registry, RegistryError, UnavailableError, registry as global_registry
+from .params import did_you_mean
 from ..engine.rollout import MODES, SCHEDULES, SELECTS   # allowed values live beside the engine's fields
 from ..training.advantages import ESTIMATORS
 
@@ -174,9 +175,7 @@ class ConfigError(ValueError):
         n = len(self.errors)
         super().__init__(f"invalid config{' ' + source if source else ''} ({n} problem{'s' if n != 1 else ''}):\n" + '\n'.join(f"  - {e}" for e in self.errors))
 
-def _did_you_mean(value, allowed, n=1) -> str:
-    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=n, cutoff=0.6)
-    return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+_did_you_mean = did_you_mean   # core.params' suggestion, under the name this module's checks use
 
 def _one_of(key:str, value, allowed) -> list:
     "`[error]` unless `value` is in `allowed`."

@@ -12,7 +12,7 @@ from typing import Callable
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['Param', 'param_errors', 'declare_params', 'declared_errors', 'ParamTable', 'params_table']
+__all__ = ['Param', 'did_you_mean', 'param_errors', 'declare_params', 'declared_errors', 'ParamTable', 'params_table']
 
 # %% ../../nbs/core/07_params.ipynb #c350ac72
 @dataclass(frozen=True)
@@ -55,6 +55,11 @@ def _in_range(p:Param, v) -> bool:
     return ((p.ge is None or v >= p.ge) and (p.gt is None or v > p.gt) and
             (p.le is None or v <= p.le) and (p.lt is None or v < p.lt))
 
+def did_you_mean(value, allowed, n:int=1) -> str:
+    "`'; did you mean 'x'?'` for the (at most `n`) values of `allowed` closest to `value`; '' when none is close."
+    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=n, cutoff=0.6)
+    return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+
 @patch
 def problem(self:Param, value) -> str|None:
     "None if `value` is allowed, else what is allowed (and a did-you-mean among the choices)."
@@ -65,8 +70,7 @@ def problem(self:Param, value) -> str|None:
         except TypeError: ok = False      # an unhashable value against a set of choices
     if ok and isinstance(value, (int, float)) and not isinstance(value, bool): ok = _in_range(self, value)
     if ok: return None
-    close = difflib.get_close_matches(str(value), [str(c) for c in self.choices or ()], n=1, cutoff=0.6)
-    return self.allowed() + (f"; did you mean {close[0]!r}?" if close and isinstance(value, str) else '')
+    return self.allowed() + (did_you_mean(value, self.choices or ()) if isinstance(value, str) else '')
 
 # %% ../../nbs/core/07_params.ipynb #608e8c31
 def _show(v, n:int=80) -> str:
@@ -79,8 +83,7 @@ def param_errors(given:dict, declared:dict, key:Callable=str, where:str='') -> l
     for name, value in given.items():
         p = declared.get(name)
         if p is None:
-            close = difflib.get_close_matches(str(name), list(declared), n=2, cutoff=0.6)
-            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ''
+            hint = did_you_mean(name, declared, n=2)
             errs.append(f"{key(name)}={_show(value)}: not a parameter{where}; allowed parameters are {sorted(declared)}{hint}")
         elif (why := p.problem(value)) is not None: errs.append(f"{key(name)}={_show(value)}: allowed values are {why}")
     return errs

@@ -6,13 +6,14 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/data/sources.html.md"""
 
 # %% ../../nbs/data/07_sources.ipynb #54a7bd7c
 from __future__ import annotations
-import difflib, gzip, html, json, logging, os
+import gzip, html, json, logging, os
 from dataclasses import dataclass, field
 from importlib import util
 from pathlib import Path
 from typing import Callable
 from fastcore.basics import patch
 from ..core.registry import registry
+from ..core.params import did_you_mean
 
 _log = logging.getLogger(__name__)
 
@@ -112,9 +113,8 @@ def split_of(self:DataSource, split:str|None=None) -> str:
     "`split`, checked (None: the default split)."
     if split is None: return self.splits[0]
     if split in self.splits: return split
-    close = difflib.get_close_matches(str(split), self.splits, n=1)
     raise ValueError(f"data source {self.name!r}: split={split!r}; allowed values are {list(self.splits)}"
-                     + (f"; did you mean {close[0]!r}?" if close else ''))
+                     + did_you_mean(split, self.splits))
 
 @patch
 def location(self:DataSource, split:str|None=None, root=None) -> Path:

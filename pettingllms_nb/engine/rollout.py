@@ -51,11 +51,12 @@ def _from_config(cfg) -> RolloutSpec:
 
 def _known_name(name):
     "Refuse a bare name that is neither a registered env nor a preset, naming both lists (a path goes to `load_config`)."
-    from pettingllms_nb.core.config import list_presets, _did_you_mean
+    from pettingllms_nb.core.config import list_presets
+    from pettingllms_nb.core.params import did_you_mean
     presets = list_presets()
     if not isinstance(name, str) or name.endswith(('.yaml', '.yml')) or '/' in name or name in presets or Path(name).exists(): return
     envs = registry.names('env')
-    raise RegistryError(f"no env or preset named {name!r}{_did_you_mean(name, envs + presets, n=3)} (registered envs: "
+    raise RegistryError(f"no env or preset named {name!r}{did_you_mean(name, envs + presets, n=3)} (registered envs: "
                         f"{envs}; presets: `pettingllms-nb presets`; an env of your own module registers when the module "
                         f"is imported: `--import MODULE` on the command line)")
 
