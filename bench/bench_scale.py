@@ -2,7 +2,7 @@
 the local pool, side by side in one run.
 
 A private Ray cluster on this machine (no dashboard, loopback only); each actor has one slot, like a node that
-gives the pool one core. Two workloads (see nbs/scale/67_scale_out):
+gives the pool one core. Two workloads (see nbs/scale/073_scale_out):
   cpu      a short CPU-bound program: bounded here by this machine's cores (on a cluster each actor brings its own)
   latency  a program that mostly waits (a stand-in for a simulator, a browser, a retrieval call)
 Prints programs/s per pool size, the speedup over one actor, and the local pool (`SandboxWorker`, a thread per

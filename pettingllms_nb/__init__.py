@@ -15,6 +15,7 @@ _MOVED = {
     'envs.games.sudoku': 'envs.stateful.games.sudoku', 'envs.games.sokoban': 'envs.stateful.games.sokoban',
     'envs.math_check': 'envs.math.checker', 'envs.math_data': 'envs.math.data',
     'envs.code_judge': 'envs.code.judge', 'envs.code_data': 'envs.code.data',
+    'sandbox.ray_pool': 'scale.ray_pool',
 }
 
 class _MovedModules(_abc.MetaPathFinder, _abc.Loader):

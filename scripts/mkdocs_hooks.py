@@ -1,10 +1,10 @@
 """MkDocs hooks: the notebooks of nbs/ and tutorials/ as pages at nbdev's doc paths, the README as home, a nav in order.
 
 nbdev writes `Docs: {Documentation url}/{notebook path under nbs/, numeric prefix dropped}.html.md` into each module's
-docstring (models/51_hf_policy.ipynb -> models/hf_policy.html.md); here every notebook becomes the page at that path
+docstring (models/061_hf_policy.ipynb -> models/hf_policy.html.md); here every notebook becomes the page at that path
 (`use_directory_urls: false`) and, after the build, that `.html.md` file: the notebook as markdown (text, code, and its
 text outputs), for readers and tools that want plain text. Tutorials go under tutorials/ the same way.
-`PLLM_DOCS_ONLY=nbs/models/59_hub.ipynb,...` (paths from the repository root) builds only those notebooks' pages.
+`PLLM_DOCS_ONLY=nbs/models/065_hub.ipynb,...` (paths from the repository root) builds only those notebooks' pages.
 """
 from __future__ import annotations
 import json, os, re, shutil, tempfile
@@ -50,6 +50,7 @@ def on_files(files, config):
             rel = nb.relative_to(folder)
             if '.ipynb_checkpoints' in rel.parts or nb.name.startswith('_') or (only and nb.resolve() not in only): continue
             uri = page_path(prefix, rel)
+            if uri == 'index.ipynb': uri = 'library.ipynb'   # nbs/index.ipynb: the README is the home page (index.html)
             _pages[uri] = nb
             files.append(_file(config, uri, nb))
             section = 'Tutorials' if prefix else (rel.parts[0] if len(rel.parts) > 1 else 'Library')

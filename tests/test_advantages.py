@@ -9,9 +9,9 @@ from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.envs.toy import Scout, Runner, scout_truth, runner_trust
 
 
-def mk(uid, turn=0, agent='a', reward=0.0, rollout_idx=0, sample=0, parent=None, terms=None):
-    sid = f"{uid}#{rollout_idx}/t{turn}/{agent}/{sample}"
-    return Step(sid, parent or f"{uid}#{rollout_idx}/t{turn}", uid, turn, agent, '', '', reward=reward,
+def mk(uid, turn=0, role='a', reward=0.0, rollout_idx=0, sample=0, parent=None, terms=None):
+    sid = f"{uid}#{rollout_idx}/t{turn}/{role}/{sample}"
+    return Step(sid, parent or f"{uid}#{rollout_idx}/t{turn}", uid, turn, role, '', '', reward=reward,
                 reward_terms=terms or {}, rollout_idx=rollout_idx, sample_idx=sample)
 
 
@@ -99,8 +99,8 @@ def test_at_grpo_groups_never_mix_problems_turns_or_agents():
     assert adv.stats.groups == 12 and all(g.size == 3 for g in adv.groups)
     for g in adv.groups:
         members = [steps[i] for i in g.indices]
-        assert len({(s.problem_uid, s.turn_idx, s.agent) for s in members}) == 1
-        assert g.key == (members[0].problem_uid, members[0].turn_idx, members[0].agent)
+        assert len({(s.problem_uid, s.turn_idx, s.role) for s in members}) == 1
+        assert g.key == (members[0].problem_uid, members[0].turn_idx, members[0].role)
         assert sorted(s.rollout_idx for s in members) == [0, 1, 2]
         rs = [s.reward for s in members]
         m = sum(rs) / 3; sd = math.sqrt(sum((r - m)**2 for r in rs) / 3)
@@ -143,9 +143,9 @@ def test_keys_are_explicit_functions():
     assert grpo_key(s) == 'p'
     assert at_grpo_key(s) == ('p', 2, 'coder')
     assert at_grpo_key(s, tree=True) == ('p', 2, 'coder', 'p#0/t1/tester/3')
-    adv = group_advantages([mk('p', agent='x', reward=1.), mk('p', agent='y', reward=0.)], key=lambda s: s.agent)
+    adv = group_advantages([mk('p', role='x', reward=1.), mk('p', role='y', reward=0.)], key=lambda s: s.role)
     assert adv == [0.0, 0.0] and adv.stats.groups == 2
-    with pytest.raises(TypeError, match="not hashable"): group_advantages([s], key=lambda s: [s.agent])
+    with pytest.raises(TypeError, match="not hashable"): group_advantages([s], key=lambda s: [s.role])
 
 
 def test_tree_mode_keys_on_the_parent_state():
@@ -177,7 +177,7 @@ def test_at_grpo_on_a_tree_trace_matches_the_samplers_groups():
     for g in adv.groups:
         members = [t[i] for i in g.indices]
         assert len({s.group_id for s in members}) == 1        # exactly the sampler's sibling groups
-        assert len({(s.problem_uid, s.turn_idx, s.agent, s.parent_id) for s in members}) == 1
+        assert len({(s.problem_uid, s.turn_idx, s.role, s.parent_id) for s in members}) == 1
     assert len({t[g.indices[0]].turn_idx for g in adv.groups}) > 1, "want a multi-turn trace"
     # shuffled: same advantage per step
     base = {s.id: a for s, a in zip(t, adv)}
@@ -196,7 +196,7 @@ def test_at_grpo_on_independent_rollouts_groups_the_n_rollouts():
     sizes = []
     for g in adv.groups:
         members = [t[i] for i in g.indices]
-        assert len({(s.problem_uid, s.turn_idx, s.agent) for s in members}) == 1
+        assert len({(s.problem_uid, s.turn_idx, s.role) for s in members}) == 1
         assert len({s.rollout_idx for s in members}) == len(members)          # one step per rollout
         sizes.append(len(members))
     assert max(sizes) == 4 and adv.stats.singleton_groups < adv.stats.groups   # parent ids did not split them

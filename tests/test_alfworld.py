@@ -147,10 +147,10 @@ def test_replay_is_the_same_as_resimulating():
 
 
 def test_tree_sampling_branches_on_replayed_clones():
-    t = rollout('alfworld_env', ORACLE, mode='tree', n=2, seeds=[VAL_SEED_BASE + 7], max_turns=15)
+    t = rollout('alfworld_env', ORACLE, mode='tree', sample_num=2, seeds=[VAL_SEED_BASE + 7], max_turns=15)
     assert t.episodes[0].success
-    t = rollout('alfworld_env', RANDOM, mode='tree', n=3, seeds=[VAL_SEED_BASE + 7], max_turns=3)
-    ex = [s for s in t if s.agent == 'alfworld_executor' and s.turn_idx == 0]
+    t = rollout('alfworld_env', RANDOM, mode='tree', sample_num=3, seeds=[VAL_SEED_BASE + 7], max_turns=3)
+    ex = [s for s in t if s.role == 'alfworld_executor' and s.turn_idx == 0]
     assert len(ex) == 3 and len({s.state_after['observation'] for s in ex}) >= 2   # branches really differ
 
 
@@ -194,12 +194,12 @@ def test_infra_error_reaches_the_trace(monkeypatch):
     monkeypatch.setattr(engine.AlfredEngine, 'step', lambda self, c: 1 / 0)
     for mode in ('independent', 'tree'):
         t = rollout('alfworld_env', ORACLE, seeds=[41], max_turns=2, mode=mode, sample_num=2)
-        first = next(s for s in t if s.agent == 'alfworld_executor')
+        first = next(s for s in t if s.role == 'alfworld_executor')
         assert 'ZeroDivisionError' in first.infra_error and first.reward is None and first.reward_terms == {}
         assert first.state_after['infra_errors'] == 1 and first.state_after['history'] == []
         hit = [s for s in t if s.infra_error]
-        assert hit and all(s.agent == 'alfworld_executor' and s.reward is None and s.reward_terms == {} for s in hit)
-        assert all(s.reward is not None for s in t if s.agent == 'alfworld_planner')    # the planner was carried out
+        assert hit and all(s.role == 'alfworld_executor' and s.reward is None and s.reward_terms == {} for s in hit)
+        assert all(s.reward is not None for s in t if s.role == 'alfworld_planner')    # the planner was carried out
         for adv in (at_grpo(t), grpo(t)):
             assert all(adv[i] is None for i, s in enumerate(t) if s.infra_error)        # in no advantage group
         assert all(e.infra_errors for e in t.episodes) and math.isnan(t.success_rate())   # in no success rate
@@ -250,7 +250,7 @@ def test_textworld_games_are_a_second_benchmark(tmp_path, monkeypatch):
     make_textworld_game(3, 'custom')
     t = rollout('alfworld_env', ORACLE, seeds=[3], max_turns=30, benchmark='textworld', challenge='custom')
     assert t.episodes[0].success
-    last = [s for s in t if s.agent == 'alfworld_executor'][-1]
+    last = [s for s in t if s.role == 'alfworld_executor'][-1]
     assert last.state_after['progress'] == 1.0 and last.state_after['source'] == 'textworld'
     env = AlfworldEnv(benchmark='textworld', games=str(tmp_path / 'textworld'))
     env.reset(0)

@@ -31,7 +31,7 @@ def test_refine_rollout_on_shipped_problems(shipped):
     assert {e.turns for e in tr.episodes} == {2}
     for uid in {s.problem_uid for s in tr.steps}:
         steps = [s for s in tr.steps if s.problem_uid == uid]
-        assert [(s.agent, s.turn_idx) for s in steps] == [('code_generator', 0), ('test_generator', 0), ('code_generator', 1)]
+        assert [(s.role, s.turn_idx) for s in steps] == [('code_generator', 0), ('test_generator', 0), ('code_generator', 1)]
         first, tests, fixed = steps
         assert first.reward_terms['gt_pass_rate'] < 1.0                 # the wrong program fails ground truth
         assert tests.reward_terms['tests_agree'] == 1.0                  # public examples agree with the reference
@@ -43,7 +43,7 @@ def test_refine_rollout_on_shipped_problems(shipped):
 
 def test_alpha_mixes_team_term(shipped):
     tr = rollout('code_env', refine_policy, seeds=[0], turn_order=['code_generator', 'test_generator'])
-    fixed = [s for s in tr.steps if s.agent == 'code_generator'][-1]
+    fixed = [s for s in tr.steps if s.role == 'code_generator'][-1]
     assert fixed.reward == pytest.approx(2.0)   # local 1 + alpha(1) * team 1
     env = CodeEnv(); env.reset(0)
     coder = CodeGenerator(alpha=0.0); coder.update_from_env(env, 0)
@@ -55,7 +55,7 @@ def test_alpha_mixes_team_term(shipped):
 @pytest.mark.parametrize('kind', HACKS)
 def test_hacks_get_no_reward(shipped, kind):
     tr = rollout('code_env', hack_policy(kind), seeds=range(0, len(shipped), 3), max_turns=1)
-    coder_steps = [s for s in tr.steps if s.agent == 'code_generator']
+    coder_steps = [s for s in tr.steps if s.role == 'code_generator']
     assert not any(e.success for e in tr.episodes)
     if kind == 'print_examples': return   # a constant answer may match a hidden test by chance; it never solves one
     assert coder_steps and all(s.reward_terms['gt_pass_rate'] == 0.0 for s in coder_steps), \
@@ -137,7 +137,7 @@ def test_a_worker_that_raises_never_escapes_a_rollout(shipped):
     assert len(tr.episodes) == 2 and not any(e.success for e in tr.episodes)
     for s in tr.steps:
         assert s.infra_error and set(s.state_after['gt_verdicts']) == {'IE'} and s.state_after['gt_pass_rate'] is None
-    testers = [s for s in tr.steps if s.agent == 'test_generator']
+    testers = [s for s in tr.steps if s.role == 'test_generator']
     assert testers and all({r['verdict'] for r in s.state_after['test_results']} == {'IE'} for s in testers)
     ok = rollout('code_env', oracle_policy, seeds=[0])
     assert all(s.infra_error is None for s in ok.steps)
@@ -209,7 +209,7 @@ def test_prompts_are_pinned():
     runs = {'exit': rollout('code_env', hack_policy('exit'), seeds=[0, 8, 13], max_turns=2),
             'single': rollout('code_env', oracle_policy, seeds=[0, 8], turn_order=['code_single_agent'])}
     for name, tr in runs.items():
-        got = [(s.agent, s.turn_idx, s.prompt) for s in tr.steps]
+        got = [(s.role, s.turn_idx, s.prompt) for s in tr.steps]
         assert hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest() == PINNED[name], name
     assert [s.turn_idx for s in runs['exit'].steps] == [0] * 6 + [1] * 6
 

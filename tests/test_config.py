@@ -66,7 +66,7 @@ def test_every_preset_loads(reg, name):
         t = cfg.training
         assert (t.total_training_steps, t.train_batch_size, t.lr, t.clip_ratio, cfg.lora_rank, cfg.lora_alpha) == (200, 32, 5e-6, 0.2, 16, 32)
         assert t.train_sample_num == (4 if 'sokoban' in name else 8)
-    assert cfg.env.benchmark in name
+    assert cfg.env.source in name
     assert cfg.training.experiment_name == name
     single = name.endswith('_single')
     assert agent_roles(cfg) == (['stateful_single_agent'] if single else ['tool_call_agent', 'plan_agent'])
@@ -328,7 +328,7 @@ def test_circular_defaults(tmp_path, reg):
 # Each is refused by load_config itself, against the real environments' own parameter declarations (core.params),
 # with the key, the value and what is allowed; nothing is built.
 CATALOGUE = [
-    ('tiny_plan_path', ['env.benchmark=chess'], "env.benchmark='chess'", "allowed values are ['plan_path', 'sokoban', 'sudoku', 'suduku']"),
+    ('tiny_plan_path', ['env.source=chess'], "env.source='chess'", "allowed values are ['plan_path', 'sokoban', 'sudoku', 'suduku']"),
     ('tiny_plan_path', ['env.kwargs.foo=1'], 'env.kwargs.foo=1', "not a parameter of environment 'stateful_env'; allowed parameters are"),
     ('tiny_sudoku', ['env.size=5'], 'env.size=5', 'allowed values are [4, 9]'),
     ('tiny_plan_path', ['env.size=1'], 'env.size=1', 'allowed values are integers >= 2'),
@@ -364,11 +364,11 @@ _AGENT = 'agent_policy_configs.agent_configs.agent_{}.kwargs.'
 EXTRA_CATALOGUE = [
     ('alfworld_env', 'tiny_alfworld', ['env.kwargs.task_types=[7]'], 'env.kwargs.task_types=[7]',
      'are not task types; allowed are [1, 2, 3, 4, 5, 6]'),
-    ('alfworld_env', 'tiny_alfworld', ['env.benchmark=alfworld', 'env.split=vaild_seen'], "env.split='vaild_seen'",
-     "allowed values are ['train', 'valid_seen', 'valid_unseen'] (or null); did you mean 'valid_seen'?"),
+    ('alfworld_env', 'tiny_alfworld', ['env.source=alfworld', 'env.split=vaild_seen'], "env.split='vaild_seen'",
+     "allowed values are the splits of 'alfworld', ['valid_seen', 'valid_unseen', 'train']; did you mean 'valid_seen'?"),
     ('alfworld_env', 'tiny_alfworld', ['env.split=train'], "env.split='train'",
      "a parameter of benchmark='alfworld', not of 'generated'"),
-    ('alfworld_env', 'tiny_alfworld', ['env.benchmark=chess'], "env.benchmark='chess'",
+    ('alfworld_env', 'tiny_alfworld', ['env.source=chess'], "env.source='chess'",
      "allowed values are ['generated', 'alfworld', 'textworld']"),
     ('alfworld_env', 'tiny_alfworld', ['env.max_turns=-1'], 'env.max_turns=-1', 'allowed values are numbers >= 1'),
     ('alfworld_env', 'tiny_alfworld', ['env.kwargs.history=-1'], 'env.kwargs.history=-1', 'allowed values are integers >= 0'),
@@ -415,3 +415,17 @@ def test_yaml_syntax_error_is_a_config_error_with_line_and_column(tmp_path):
     with pytest.raises(ConfigError, match='YAML syntax error at line 3'): load_config(p)
     with pytest.raises(ConfigError, match="override 'env.kwargs=.size: 4': the value is not valid YAML"):
         load_config('tiny_plan_path', ['env.kwargs={size: 4'])
+
+
+def test_the_old_keys_that_chose_problems_still_read_and_warn():
+    "`env.benchmark` and `env.dataset` still choose the problems, with a warning that names `env.source`."
+    import warnings
+    from pettingllms_nb.core.config import env_kwargs
+    with pytest.warns(DeprecationWarning, match=r"env.benchmark is deprecated; use env.source \(with env.split\): write env.source: sudoku"):
+        old = load_config('stateful_sudoku', ['env.source=null', 'env.benchmark=sudoku'])
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')                  # the presets themselves use env.source: no warning
+        new = load_config('stateful_sudoku')
+    assert env_kwargs(old) == env_kwargs(new) == {'max_turns': 4, 'benchmark': 'sudoku', 'size': 4}
+    with pytest.warns(DeprecationWarning, match=r"env.dataset is deprecated; use env.source \(with env.split\): remove it"):
+        load_config('code_env', ['env.dataset=humaneval'])

@@ -125,7 +125,7 @@ def test_the_oracle_solves_the_tool_game_in_both_systems():
     one = rollout('tiny_plan_path_tool_single', oracle_policy, seeds=range(12), worker=default_worker())
     assert two.success_rate() == one.success_rate() == 1.0
     assert {e.turns for e in one.episodes} == {2}                      # a call, then the way
-    assert all(s.completion == 'print(ways())' for s in two if s.agent == 'tool_call_agent')
+    assert all(s.completion == 'print(ways())' for s in two if s.role == 'tool_call_agent')
 
 
 # -- determinism ---------------------------------------------------------------------------------------------------

@@ -107,3 +107,15 @@ def test_trainer_step_across_two_ranks_equals_one_process(tmp_path):
     assert abs(m0['shared/pg_loss'] - m_one['shared/pg_loss']) < 1e-6
     resumed = Trainer('tiny_plan_path', OV, out_dir=tmp_path, resume=True, progress=False)   # rank 0's checkpoint
     assert resumed.step == 1 and all(torch.equal(a, b) for a, b in zip(resumed.units[0].params(), w0))
+
+
+def test_a_text_only_step_is_refused_by_name_across_ranks(tmp_path):
+    "With `dist` set, a step without token ids (a text-only policy's) is a ValueError naming it, not a KeyError."
+    from pettingllms_nb.engine.trace import Step
+    from pettingllms_nb.training.trainer import Trainer
+    tr = Trainer('tiny_plan_path', ['training.warmstart_steps=0'], out_dir=tmp_path, progress=False)
+    tr.distribute(D.Distributed(cpu=True))                                  # a group of one
+    step = Step('p#0/t0/plan_agent/0', 'p#0', 'p', 0, 'plan_agent', {'text': 'S..G'}, 'R')
+    with pytest.raises(ValueError, match=r"step 'p#0/t0/plan_agent/0' \(agent 'plan_agent', unit 'shared'\) has no "
+                                         r"sampled token ids.*distributed.*HFPolicy"):
+        tr._unit_update(tr.units[0], [step], [1.0])

@@ -34,7 +34,7 @@ def test_every_docs_link_points_at_a_page_of_the_site():
 def test_one_page_builds(tmp_path):
     "mkdocs renders a notebook at its nbdev path, beside its markdown copy, without executing it."
     pytest.importorskip('mkdocs_jupyter', reason="the [docs] extra is not installed (pip install -e '.[docs]')")
-    env = {**os.environ, 'PLLM_DOCS_ONLY': 'nbs/models/59_hub.ipynb', 'NO_MKDOCS_2_WARNING': '1'}
+    env = {**os.environ, 'PLLM_DOCS_ONLY': 'nbs/models/065_hub.ipynb', 'NO_MKDOCS_2_WARNING': '1'}
     r = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '-q', '-d', str(tmp_path / 'site')], cwd=ROOT, env=env,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

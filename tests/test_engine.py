@@ -1,9 +1,9 @@
 "Rollout engine: tree sampling groups, selected-branch continuation, garbage, determinism, traces."
-import math
+import dataclasses, json, math, warnings
 import pytest
 from pettingllms_nb.engine.rollout import rollout, arollout
 from pettingllms_nb.engine.policies import ScriptedPolicy, ReplayPolicy, Request, Completion, Policy
-from pettingllms_nb.engine.trace import Trace
+from pettingllms_nb.engine.trace import Step, Trace
 from pettingllms_nb.engine.check_env import check_env
 from pettingllms_nb.envs.toy import Scout, Runner, scout_truth, runner_trust
 ROLES = ['scout', 'runner']
@@ -24,7 +24,7 @@ def test_tree_groups_have_n_members_sharing_one_parent():
         assert len(steps) == 5, gid
         assert len({s.parent_id for s in steps}) == 1
         assert sum(s.selected for s in steps) == 1
-        assert len({(s.problem_uid, s.turn_idx, s.agent) for s in steps}) == 1
+        assert len({(s.problem_uid, s.turn_idx, s.role) for s in steps}) == 1
 
 
 def test_later_prompts_come_from_the_selected_branch():
@@ -36,7 +36,7 @@ def test_later_prompts_come_from_the_selected_branch():
         for c in children:
             # the child was prompted with the state the kept branch produced, and nothing else
             assert t.state_before(c) == kept.state_after
-            if c.agent == 'runner':
+            if c.role == 'runner':
                 assert f"hint {kept.state_after['hint']}" in c.prompt['text']
             checked += 1
         for other in steps:
@@ -49,7 +49,7 @@ def test_branch_rewards_differ_when_actions_differ():
     t = tree(n=6, seeds=range(8))
     differing = 0
     for steps in t.groups().values():
-        if steps[0].agent != 'scout': continue
+        if steps[0].role != 'scout': continue
         right = {s.action == s.state_after['target'] - s.state_after['count'] for s in steps}
         if right == {True, False}:
             assert len({s.reward for s in steps}) > 1
@@ -65,7 +65,7 @@ def test_no_group_mixes_problems_turns_or_agents():
         for gid, steps in t.groups().items():
             assert len({s.problem_uid for s in steps}) == 1, gid
             assert len({s.turn_idx for s in steps}) == 1, gid
-            assert len({s.agent for s in steps}) == 1, gid
+            assert len({s.role for s in steps}) == 1, gid
         assert len({s.problem_uid for s in t}) == 12
 
 
@@ -117,7 +117,7 @@ def test_one_batch_per_agent_turn():
 
 def test_simultaneous_schedule_builds_prompts_at_turn_start():
     t = rollout('toy_relay', {'scout': scout_truth, 'runner': runner_trust}, seeds=[0], max_turns=1, schedule='simultaneous')
-    runner = t.filter(agent='runner')[0]
+    runner = t.filter(role='runner')[0]
     assert 'hint None' in runner.prompt['text']
 
 
@@ -144,7 +144,7 @@ def test_infra_error_reaches_the_step():
         t = rollout('toy_relay', {'scout': scout_truth, 'flaky_runner': runner_trust}, seeds=[0], max_turns=2,
                     turn_order=['scout', 'flaky_runner'])
     finally: registry.entries['agent'].pop('flaky_runner')
-    assert {s.agent: s.infra_error for s in t} == {'scout': None, 'flaky_runner': 'sandbox down (test)'}
+    assert {s.role: s.infra_error for s in t} == {'scout': None, 'flaky_runner': 'sandbox down (test)'}
 
 
 def test_take_turn_is_what_the_engine_does():
@@ -171,10 +171,64 @@ def test_sample_num_is_the_one_name_and_n_still_works():
 
 
 def test_allowed_values_have_one_home():
-    "The config checks rollout modes, schedules, selections and algorithms against the engine's own tuples."
+    "The config checks rollout modes, schedules, selections and algorithms against the tuples their owners registered."
+    import warnings
     from pettingllms_nb.core import config
+    from pettingllms_nb.core.checks import registered_checks
     from pettingllms_nb.engine import rollout as engine
     from pettingllms_nb.training.advantages import ESTIMATORS
-    assert (config.MODES, config.SCHEDULES, config.SELECTS) == (engine.MODES, engine.SCHEDULES, engine.SELECTS)
-    assert config.ROLLOUT_MODES is engine.MODES and config.BRANCH_SELECTS is engine.SELECTS   # the old names
-    assert config.ALGORITHMS == tuple(ESTIMATORS)
+    checks = registered_checks()
+    assert checks['training.rollout_mode'].allowed is engine.MODES and checks['training.branch_select'].allowed is engine.SELECTS
+    assert checks['multi_agent_interaction.schedule'].allowed is engine.SCHEDULES
+    assert checks['training.algorithm'].allowed == tuple(ESTIMATORS)
+    with pytest.warns(DeprecationWarning, match='ROLLOUT_MODES is deprecated'): old = config.ROLLOUT_MODES   # the old names
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        assert old is engine.MODES and config.BRANCH_SELECTS is engine.SELECTS and config.ALGORITHMS == tuple(ESTIMATORS)
+
+
+def test_a_step_role_is_the_field_and_agent_its_deprecated_alias(tmp_path):
+    "`Step.role` is the field (as `Request.role`); `Step.agent`, `Step(agent=)`, `filter(agent=)` still work, warning."
+    names = [f.name for f in dataclasses.fields(Step)]
+    assert names[4] == 'role' and 'agent' not in names
+    s = Step('p#0/t0/scout/0', 'p#0', 'p', 0, 'scout', {'text': 'hi'}, '#### [1]')
+    with pytest.warns(DeprecationWarning, match=r"Step\.agent is deprecated; use \.role"): assert s.agent == 'scout'
+    with pytest.warns(DeprecationWarning, match=r"Step\.agent is deprecated"): s.agent = 'runner'
+    assert s.role == 'runner'
+    with pytest.warns(DeprecationWarning, match=r"Step\(agent=\.\.\.\) is deprecated; use role='scout'"):
+        old = Step('p#0/t0/scout/0', 'p#0', 'p', 0, agent='scout', prompt={'text': 'hi'}, completion='#### [1]')
+    assert old == Step('p#0/t0/scout/0', 'p#0', 'p', 0, 'scout', {'text': 'hi'}, '#### [1]')
+    with pytest.raises(TypeError, match='pass role= only'): Step('i', 'p', 'u', 0, 'scout', agent='scout', prompt='', completion='')
+    t = Trace([old, dataclasses.replace(old, id='p#0/t0/runner/0', role='runner')], roots={'p#0': {}})
+    assert t.filter(role='runner') == [t[1]]
+    with pytest.warns(DeprecationWarning, match=r"Trace\.filter\(agent=\.\.\.\) is deprecated; use role='runner'"):
+        assert t.filter(agent='runner') == [t[1]]
+    # a trace saved before the rename: its step rows say `agent`; it loads, silently, and saves again as `role`
+    rows = [json.loads(l) for l in t.save(tmp_path/'new.jsonl').read_text().splitlines()]
+    assert all('role' in r and 'agent' not in r for r in rows if r['kind'] == 'step')
+    legacy = [{('agent' if k == 'role' else k): v for k, v in r.items()} for r in rows]
+    (tmp_path/'old.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in legacy))
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        back = Trace.load(tmp_path/'old.jsonl')
+    assert back.steps == t.steps and [s.role for s in back] == ['scout', 'runner']
+
+
+def test_the_library_itself_never_uses_the_old_name(tmp_path):
+    "A rollout, a saved and loaded trace, its summary and every widget read `role`: no `agent` deprecation warning."
+    from pettingllms_nb.training.advantages import at_grpo
+    from pettingllms_nb.widgets.render import PHASES, render_phase, render_step_card
+    from pettingllms_nb.widgets.stepthrough import StepThrough, TreeView, GroupInspector, render_tree
+    from pettingllms_nb.envs.stateful import oracle_policy
+    with warnings.catch_warnings():
+        warnings.filterwarnings('error', message=r'.*\bagent\b.*deprecated', category=DeprecationWarning)
+        for t in (tree(n=3, seeds=range(2)), rollout('tiny_plan_path', oracle_policy, mode='tree', sample_num=2, seeds=[0])):
+            back = Trace.load(t.save(tmp_path/'t.jsonl'))
+            assert back.steps == t.steps and back.summary() == t.summary()
+            html = back._repr_html_() + repr(back) + render_tree(back, at_grpo(back))
+            html += ''.join(render_phase(back, i, ph) + render_step_card(s, ph, back.state_before(s))
+                            for i, s in enumerate(back) for ph in PHASES)
+            st = StepThrough(back)
+            for _ in range(2 * len(PHASES)): html += st.html; st.next_button.click()
+            html += TreeView(back).html + GroupInspector(back).html
+            assert "data-agent='" in html                                       # the cards keep their attribute

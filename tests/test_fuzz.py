@@ -454,8 +454,8 @@ def run_garbage(name, order, mode, completions, tmp_path):
     tr = bounded(play_all, ROLLOUT_SECONDS, f"{name} {mode} rollout {order}")
     assert len(tr) > 0 and all(e.done for e in tr.episodes)
     for s in tr:
-        assert finite(s.reward) and all(finite(v) for v in s.reward_terms.values()), (s.agent, s.reward, s.reward_terms)
-        assert s.format_error or s.infra_error or s.action is not None, f"{s.agent}: no action and no error recorded"
+        assert finite(s.reward) and all(finite(v) for v in s.reward_terms.values()), (s.role, s.reward, s.reward_terms)
+        assert s.format_error or s.infra_error or s.action is not None, f"{s.role}: no action and no error recorded"
         assert all(v in sbx.VERDICTS for v in verdicts_in(s.state_after)), verdicts_in(s.state_after)
     back = Trace.load(tr.save(tmp_path / f"{mode}.jsonl"))
     assert len(back) == len(tr)

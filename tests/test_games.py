@@ -1,5 +1,5 @@
 "Generated games (Plan-Path, Sudoku, Sokoban) and `stateful_env`: generators, oracles, the reference's defects 3-5, garbage, determinism."
-import json, math, random, re
+import json, math, random, re, warnings
 from types import SimpleNamespace
 
 import pytest
@@ -119,7 +119,7 @@ def test_sokoban_levels_solvable_by_solver():
     for seed in range(200):
         lv = generate_sokoban(random.Random(seed))
         plan = solve_sokoban(lv)
-        assert plan is not None and len(plan) == lv.optimal_len <= lv.max_steps, seed
+        assert plan is not None and len(plan) == lv.optimal_len <= lv.max_moves, seed
         assert not lv.solved and not lv.deadlocked
         lv.apply(plan)
         assert lv.solved and not lv.capped, seed
@@ -140,20 +140,67 @@ def _wasteful_moves(g: SokobanState, n: int):
 
 def test_sokoban_move_cap_is_failure():
     for seed in range(50):
-        env = StatefulEnv('sokoban', max_steps=8); env.reset(seed)
+        env = StatefulEnv('sokoban', max_moves=8); env.reset(seed)
         plan = PlanAgent()
         act(plan, env, f"#### {json.dumps(_wasteful_moves(env.state.game, 5))}")
         assert not env.done
         env.end_turn()
         act(plan, env, f"#### {json.dumps(_wasteful_moves(env.state.game, 5))}")
         g = env.state.game
-        assert g.steps == g.max_steps == 8 and g.capped
+        assert g.moves_used == g.max_moves == 8 and g.capped
         assert env.done and not env.success, seed
         assert plan.reward_terms['stuck'] == -1.0 and plan.reward_terms['solved'] == 0.0
         # further moves are ignored, success stays False
         g.apply(solve_sokoban(g) or ['U'])
         env.refresh()
         assert env.done and not env.success
+
+
+def test_sokoban_old_names_still_work_and_warn():
+    "`max_steps`/`steps` (before `max_moves`/`moves_used`) still work, each use warning with the new name."
+    with pytest.warns(DeprecationWarning, match=r"StatefulEnv\(max_steps=...\) is deprecated; use max_moves=8"):
+        env = StatefulEnv('sokoban', max_steps=8)
+    assert env.params['max_moves'] == 8 and 'max_steps' not in env.params
+    same = StatefulEnv('sokoban', max_moves=8)
+    env.reset(3); same.reset(3)
+    assert env.problem_uid == same.problem_uid and 'max_moves=8' in env.problem_uid
+    with pytest.warns(DeprecationWarning, match="use max_moves=9"):
+        assert generate_sokoban(random.Random(2), max_steps=9).max_moves == 9
+    assert StatefulEnv.check_params({'benchmark': 'sokoban', 'max_steps': 8}) == []   # a config still validates
+    with pytest.raises(TypeError, match="pass max_moves= only"): StatefulEnv('sokoban', max_steps=8, max_moves=9)
+    g = env.state.game
+    g.apply(['U', 'D', 'U'])
+    new = g.to_dict()
+    saved = {('steps' if k == 'moves_used' else 'max_steps' if k == 'max_moves' else k): v for k, v in new.items()}
+    assert 'moves_used' not in saved and (saved['steps'], saved['max_steps']) == (3, 8)
+    for load in (SokobanState.from_dict, lambda d: SokobanState(**d)):
+        with pytest.warns(DeprecationWarning) as caught: old = load(saved)
+        assert old == g and sorted(str(w.message).split('; use ')[1].split('=')[0] for w in caught) == ['max_moves', 'moves_used']
+    st = env.state.to_dict()   # a whole saved trace state (StatefulState) with the old game keys
+    with pytest.warns(DeprecationWarning) as caught: assert StatefulState.from_dict({**st, 'game': saved}) == env.state
+    assert len(caught) == 2 and any('use moves_used=3' in str(w.message) for w in caught)
+    with pytest.warns(DeprecationWarning, match=r"SokobanState.steps is deprecated; use .moves_used"): assert g.steps == 3
+    with pytest.warns(DeprecationWarning, match=r"SokobanState.max_steps is deprecated; use .max_moves"): g.max_steps = 9
+    assert g.max_moves == 9 and 'steps' not in g.to_dict() and 'max_steps' not in g.to_dict()
+    with warnings.catch_warnings():   # the new names never warn
+        warnings.simplefilter('error', DeprecationWarning)
+        assert SokobanState.from_dict(new).moves_used == 3 and StatefulEnv('sokoban', max_moves=8).params['max_moves'] == 8
+
+
+def test_no_deprecated_name_in_a_normal_rollout():
+    "The library itself never uses Sokoban's old names: a whole tiny_sokoban rollout (oracle and random) warns nothing about them."
+    from pettingllms_nb.engine.rollout import rollout
+    old = re.compile(r"\b(max_steps|steps)\b")
+    with warnings.catch_warnings(record=True) as caught:   # recorded, not raised: an agent's step turns an exception into an infra error
+        warnings.simplefilter('always', DeprecationWarning)
+        for policy in (oracle_policy, random_policy):
+            tr = rollout('tiny_sokoban', policy, seeds=range(3))
+            assert tr.episodes and not any(s.infra_error for s in tr.steps)
+            assert all('moves_used' in s.state_after['game'] for s in tr.steps if s.state_after)
+        env, _ = episode('sokoban', 0, reply=lambda r, e: random_response(r, e, random.Random(0)), max_moves=6)
+        assert env.done and env.state.game.moves_used <= 6
+        tr._repr_html_(max_rows=2)
+    assert not [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning) and old.search(str(w.message))]
 
 
 # ---------------------------------------------------------------- Plan-Path (defect 5)
@@ -298,7 +345,7 @@ def test_scripted_policies_through_rollout():
     for bench in GAMES:
         tr = rollout('stateful_env', oracle_policy, seeds=range(4), worker=WORKER, benchmark=bench)
         assert [e.success for e in tr.episodes] == [True] * 4
-        tr = rollout('stateful_env', random_policy, mode='tree', n=2, seeds=[0], worker=WORKER, benchmark=bench, max_turns=2)
+        tr = rollout('stateful_env', random_policy, mode='tree', sample_num=2, seeds=[0], worker=WORKER, benchmark=bench, max_turns=2)
         assert all(math.isfinite(s.reward) for s in tr)
 
 
@@ -596,7 +643,7 @@ def test_compact_through_the_real_sandbox():
         env = compact_env(bench, seed=1)
         t = ToolCallAgent()
         act(t, env, demonstration('tool_call_agent', env), worker=None)
-        assert env.state.tool_verdict == 'OK' and t.success and env.state.game.steps == 0, bench
+        assert env.state.tool_verdict == 'OK' and t.success and GAMES[bench].played(env.state.game) == 0, bench
     env = compact_env()
     act(ToolCallAgent(), env, 'print("RD"); raise SystemExit(1)', worker=None)
     assert env.state.tool_verdict == 'RE' and env.state.tool_action is None
@@ -611,7 +658,7 @@ def test_scripted_policies_in_compact_style():
             tr = rollout('stateful_env', oracle_policy, seeds=range(4), worker=WORKER, benchmark=bench, prompt_style='compact',
                          turn_order=order)
             assert [e.success for e in tr.episodes] == [True] * 4, (bench, order)
-        tr = rollout('stateful_env', random_policy, mode='tree', n=2, seeds=[0], worker=WORKER, benchmark=bench,
+        tr = rollout('stateful_env', random_policy, mode='tree', sample_num=2, seeds=[0], worker=WORKER, benchmark=bench,
                      prompt_style='compact', max_turns=2)
         assert all(math.isfinite(s.reward) for s in tr)
     env = compact_env('sokoban', seed=4)
@@ -660,9 +707,9 @@ def test_sandbox_failures_are_infra_errors_never_scores():
         assert env.state.tool_verdict == 'IE' and why in a.infra_error and a.format_error is None
         assert a.reward_terms == {} and r is None and a.agent_reward is None   # not scored: no term, no reward
         tr = rollout('stateful_env', oracle_policy, seeds=range(2), worker=worker, benchmark='plan_path')
-        tool_steps = tr.filter(agent='tool_call_agent')
+        tool_steps = tr.filter(role='tool_call_agent')
         assert tool_steps and all(s.infra_error and why in s.infra_error for s in tool_steps)
-        assert not any(s.infra_error for s in tr.filter(agent='plan_agent'))
+        assert not any(s.infra_error for s in tr.filter(role='plan_agent'))
         assert all(s.reward is None for s in tool_steps) and all(e.infra_errors for e in tr.episodes)
     a = ToolCallAgent(); env = StatefulEnv('plan_path'); env.reset(0)
     act(a, env, "```python\nprint(undefined_name)\n```", worker=EchoWorker())

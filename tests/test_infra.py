@@ -44,10 +44,10 @@ def test_a_broken_sandbox_marks_every_affected_step_and_scores_none(env, kw, ord
     oracle = registry.scripted(env, 'oracle')
     tr = rollout(env, oracle, mode=mode, sample_num=2, seeds=range(2), max_turns=2, worker=worker, turn_order=order, **kw)
     assert tr.episodes and len(tr.episodes) == (2 if mode == 'tree' else 4)        # the rollout completed
-    hit = [s for s in tr if _uses(s.agent)]
-    assert hit and all(s.infra_error and why in s.infra_error for s in hit), [(s.agent, s.infra_error) for s in hit]
+    hit = [s for s in tr if _uses(s.role)]
+    assert hit and all(s.infra_error and why in s.infra_error for s in hit), [(s.role, s.infra_error) for s in hit]
     assert all(s.reward is None and s.reward_terms == {} for s in hit)              # not scored: no reward, no term
-    assert all(s.infra_error is None for s in tr if not _uses(s.agent))             # the others were carried out
+    assert all(s.infra_error is None for s in tr if not _uses(s.role))             # the others were carried out
     for adv in (at_grpo(tr), grpo(tr)):
         assert all(adv[i] is None for i, s in enumerate(tr) if s.infra_error)        # in no advantage group
         assert adv.stats.infra_steps == len(hit)

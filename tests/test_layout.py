@@ -91,8 +91,10 @@ def test_public_names_stay_lazy():
 
 
 def test_every_notebook_exports_a_module():
+    "Every notebook exports its module, but the indexes and the glossary (they only guide the reader)."
     import json
     for nb in sorted((ROOT / 'nbs').rglob('*.ipynb')):
+        if nb.name == 'index.ipynb' or nb.stem.endswith('_glossary'): continue
         cells = json.loads(nb.read_text())['cells']
         assert any('default_exp' in ''.join(c['source']) for c in cells), f"{nb.name} has no #| default_exp"
 
@@ -120,3 +122,97 @@ def test_no_logger_or_bare_method_name_in_any_all():
             obj = getattr(mod, n, None)
             if inspect.isfunction(obj):
                 assert '.' not in obj.__qualname__.replace('<locals>.', ''), f"{mod.__name__}.{n} is a method ({obj.__qualname__})"
+
+
+# ---- Layers: imports only go down (ARCHITECTURE.md, "Layers") -------------------------------------------------------
+# The package's folders from the bottom up. A module may import from its own folder and the folders before it, never
+# from one after it; values a lower layer must know about reach it by registration (core.registry, core.cards,
+# core.checks). `sandbox` sits below `scale`: everything that needs a Ray cluster (the Ray pool too) lives in `scale`.
+LAYERS = ('core', 'data', 'engine', 'sandbox', 'models', 'scale', 'training', 'widgets', 'envs', 'interop', 'demo', 'cli')
+TOP = len(LAYERS)          # the package root re-exports every layer: it sits above them all
+
+
+def import_graph(pkg:Path) -> dict:
+    "`{module: {(imported module, line)}}` for every internal import of `pkg`, top-level and inside functions."
+    import ast
+    name, files = pkg.name, {}
+    for p in pkg.rglob('*.py'):
+        if p.name == '_modidx.py': continue
+        parts = p.relative_to(pkg.parent).with_suffix('').parts
+        files['.'.join(parts[:-1] if parts[-1] == '__init__' else parts)] = p
+    graph = {}
+    for mod, p in files.items():
+        base = mod.split('.') if p.name == '__init__.py' else mod.split('.')[:-1]
+        edges = graph.setdefault(mod, set())
+        for node in ast.walk(ast.parse(p.read_text(encoding='utf-8'))):
+            if isinstance(node, ast.Import): targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                m = '.'.join(base[:len(base) - node.level + 1] + ([node.module] if node.module else [])) if node.level else node.module or ''
+                targets = [m] + [f"{m}.{a.name}" for a in node.names]   # `from pkg import module` imports that module
+            else: continue
+            for t in targets:
+                while t and t not in files: t = t.rpartition('.')[0]
+                if t and t != mod and t.split('.')[0] == name: edges.add((t, node.lineno))
+    return graph
+
+
+def layer(mod:str) -> int:
+    "The floor of a module: its folder's place in LAYERS (the package root: above them all)."
+    parts = mod.split('.')
+    if len(parts) == 1: return TOP
+    if parts[1] not in LAYERS: raise AssertionError(f"{mod}: its folder {parts[1]!r} has no place in LAYERS {LAYERS}")
+    return LAYERS.index(parts[1])
+
+
+def climbing_imports(graph:dict) -> list:
+    "`'a (line n) -> b'` for every import from a lower floor to a higher one (the package root may import anything)."
+    return sorted(f"{a} (line {n}) -> {b}" for a, es in graph.items() if '.' in a for b, n in es if layer(b) > layer(a))
+
+
+def import_cycles(graph:dict) -> list:
+    "Groups of modules that import each other (directly or round a loop); a package `__init__` is not followed."
+    import sys
+    inits = {m for m in graph if m.count('.') == 0 or any(k.startswith(m + '.') for k in graph)}
+    adj = {a: sorted({b for b, _ in es if b not in inits}) for a, es in graph.items() if a not in inits}
+    index, low, stack, on, out = {}, {}, [], set(), []
+    def visit(v):
+        index[v] = low[v] = len(index); stack.append(v); on.add(v)
+        for w in adj.get(v, ()):
+            if w not in index: visit(w); low[v] = min(low[v], low[w])
+            elif w in on: low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop(); on.discard(w); comp.append(w)
+                if w == v: break
+            if len(comp) > 1: out.append(sorted(comp))
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(adj):
+        if v not in index: visit(v)
+    return sorted(out)
+
+
+def test_imports_only_go_down():
+    "No module imports from a layer above its own, at the top or inside a function."
+    climbs = climbing_imports(import_graph(ROOT / 'pettingllms_nb'))
+    assert not climbs, f"{len(climbs)} import(s) climb the layer order {LAYERS}:\n" + '\n'.join(climbs)
+
+
+def test_no_import_cycles():
+    "No two files import each other, directly or round a loop (inside functions too)."
+    cycles = import_cycles(import_graph(ROOT / 'pettingllms_nb'))
+    assert not cycles, "import cycles:\n" + '\n'.join(' <-> '.join(c) for c in cycles)
+
+
+def test_the_layer_checks_catch_a_climb_and_a_cycle(tmp_path):
+    "The two checks above find what they look for: one climbing import and one cycle, in a package made for it."
+    pkg = tmp_path / 'pkg'
+    for d in ('core', 'engine'): (pkg / d).mkdir(parents=True); (pkg / d / '__init__.py').write_text('')
+    (pkg / '__init__.py').write_text('from .core import state')
+    (pkg / 'core' / 'state.py').write_text('def card():\n    from pkg.engine.rollout import MODES\n')
+    (pkg / 'engine' / 'rollout.py').write_text('from ..core import state\nfrom . import trace\nMODES = ()\n')
+    (pkg / 'engine' / 'trace.py').write_text('from .rollout import MODES\n')
+    g = import_graph(pkg)
+    assert climbing_imports(g) == ['pkg.core.state (line 2) -> pkg.engine.rollout']
+    assert import_cycles(g) == [['pkg.core.state', 'pkg.engine.rollout', 'pkg.engine.trace']]   # one loop of three
+    assert climbing_imports({'pkg.core.state': {('pkg.core.params', 1)}}) == []

@@ -314,7 +314,7 @@ def test_rollouts_and_check_env():
     worker = EchoWorker()
     tr = rollout('math_env', oracle_policy, seeds=range(30), worker=worker)
     assert all(e.success for e in tr.episodes) and len({e.problem_uid for e in tr.episodes}) == 30
-    assert [s.agent for s in tr if s.problem_uid == 'math_env/original/000'] == ['tool_generator', 'reasoning_generator']
+    assert [s.role for s in tr if s.problem_uid == 'math_env/original/000'] == ['tool_generator', 'reasoning_generator']
     tr = rollout('math_env', oracle_policy, seeds=range(3), worker=worker, turn_order=['math_single_agent'])
     assert [(e.success, e.turns) for e in tr.episodes] == [(True, 1)] * 3
     import random
@@ -341,11 +341,11 @@ def test_an_infrastructure_failure_is_marked_never_scored():
     for worker, why in ((Raising(), 'the execution worker failed: OSError: no sandbox slot'),
                         (Down(), 'sandbox infrastructure error: launcher died')):
         tr = rollout('math_env', oracle_policy, seeds=range(2), worker=worker, max_turns=1)
-        tools = [s for s in tr if s.agent == 'tool_generator']
+        tools = [s for s in tr if s.role == 'tool_generator']
         assert tools and all(s.infra_error == why for s in tools)
         assert all(s.reward is None and s.reward_terms == {} and s.state_after['tool_verdict'] == 'IE' for s in tools)  # not scored
         assert all(s.state_after['tool_output'] == f"ERROR (IE):\n{why}" for s in tools)
-        assert all(s.infra_error is None for s in tr if s.agent == 'reasoning_generator')
+        assert all(s.infra_error is None for s in tr if s.role == 'reasoning_generator')
     env, tool = MathEnv(), ToolGenerator()
     env.reset(11)
     tool.update_from_env(env, 0)
@@ -414,7 +414,7 @@ def _crash(request, rng):
                                             ('single', oracle_policy, {'turn_order': ['math_single_agent']})])
 def test_prompts_and_rollouts_are_pinned(name, policy, kw):
     tr = rollout('math_env', policy, seeds=range(3), worker=EchoWorker(), **kw)
-    got = [(s.agent, s.turn_idx, s.prompt, s.action, s.reward_terms) for s in tr.steps]
+    got = [(s.role, s.turn_idx, s.prompt, s.action, s.reward_terms) for s in tr.steps]
     assert hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest() == PINNED[name]
 
 

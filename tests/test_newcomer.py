@@ -60,7 +60,7 @@ def test_done_and_success_follow_every_state_change():
 
 def test_engine_results_record_the_live_flags():
     tr = rollout('toy_relay', oracle_policy, seeds=range(4))
-    assert all(s.done == s.success for s in tr if s.agent == 'runner') and tr.success_rate() == 1.0
+    assert all(s.done == s.success for s in tr if s.role == 'runner') and tr.success_rate() == 1.0
 
 
 def test_a_preset_name_that_is_almost_right_suggests_the_preset():

@@ -259,7 +259,7 @@ def test_rollout_of_the_toy_world_end_to_end(server):
     pol = policy(server, model=None, models={"scout": "scout-m", "runner": "runner-m"}, return_token_ids=True)
     trace = rollout("toy_relay", pol, mode="tree", sample_num=3, seeds=range(4), sampling={"temperature": 1.0, "max_tokens": 16})
     assert len(trace.episodes) == 4 and all(e.success for e in trace.episodes)
-    assert {s.agent for s in trace.steps} == {"scout", "runner"}
+    assert {s.role for s in trace.steps} == {"scout", "runner"}
     assert all(len(g) == 3 for g in trace.groups().values())
     assert all(s.token_ids and len(s.token_ids) == len(s.logprobs) and s.meta["prompt_ids"] == [1, 2, 3] for s in trace.steps)
     assert {b["model"] for b in server.bodies} == {"scout-m", "runner-m"} and all(b["n"] == 3 for b in server.bodies)

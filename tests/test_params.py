@@ -47,7 +47,7 @@ def test_agents_that_run_programs_say_so():
 @pytest.mark.parametrize('overrides,says', [
     (['env.kwargs.toolkit=hammer'], "env.kwargs.toolkit='hammer': allowed values are ['board']"),
     (['env.kwargs.max_plays=2'], "env.kwargs.max_plays=2: max_plays=2 needs a toolkit"),
-    (['env.benchmark=sudoku', 'env.kwargs.toolkit=board'], "toolkit 'board' plays ['plan_path'], not 'sudoku'"),
+    (['env.source=sudoku', 'env.kwargs.toolkit=board'], "toolkit 'board' plays ['plan_path'], not 'sudoku'"),
 ])
 def test_tool_mode_configs_are_refused_at_load(overrides, says):
     "Plan-Path's tool mode (toolkit, max_plays) is checked by load_config, not first by the env's constructor."

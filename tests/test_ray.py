@@ -10,7 +10,7 @@ from pettingllms_nb.core.config import load_config
 from pettingllms_nb.engine.policies import run_sync
 from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.sandbox import SandboxWorker, arun_program
-from pettingllms_nb.sandbox.ray_pool import RayWorker
+from pettingllms_nb.scale.ray_pool import RayWorker
 from pettingllms_nb.scale.cluster import make_run_worker, ray_init, ray_shutdown
 
 TEMP = tempfile.mkdtemp(prefix='rpnb-', dir='/tmp')    # short: Ray's socket paths must stay under 108 bytes
@@ -127,7 +127,7 @@ def test_env_actors_play_the_same_episodes(cluster, env, scripted):
     try: remote = remote_rollout(pool, oracle, seeds=range(3))
     finally: pool.close()
     local = rollout(env, oracle, seeds=range(3))
-    fields = lambda tr: [(s.id, s.agent, s.prompt, s.action, s.reward, s.reward_terms, s.state_after, s.done)
+    fields = lambda tr: [(s.id, s.role, s.prompt, s.action, s.reward, s.reward_terms, s.state_after, s.done)
                          for s in tr.steps]
     assert fields(remote) == fields(local) and len(local.steps) > 0
     assert [(e.success, e.turns, e.rewards) for e in remote.episodes] == [(e.success, e.turns, e.rewards)

@@ -4,7 +4,7 @@ import pytest
 
 from pettingllms_nb.engine.policies import run_sync
 from pettingllms_nb.sandbox import arun_program
-import pettingllms_nb.sandbox.ray_pool as rp
+import pettingllms_nb.scale.ray_pool as rp
 
 SLOW = "import time\nt = time.time()\nwhile time.time() - t < 0.8: pass\nprint('done')"
 
@@ -127,7 +127,7 @@ def test_remote_rollout_plays_the_engines_episodes(fake, monkeypatch, env, seeds
     pool = EnvActorPool(env, actors=2, schedule=schedule)
     remote = remote_rollout(pool, oracle, seeds=seeds, sample_num=2)
     local = rollout(env, oracle, seeds=seeds, sample_num=2, schedule=schedule)
-    fields = lambda tr: [(s.id, s.parent_id, s.group_id, s.agent, s.prompt, s.action, s.format_error, s.reward,
+    fields = lambda tr: [(s.id, s.parent_id, s.group_id, s.role, s.prompt, s.action, s.format_error, s.reward,
                           s.reward_terms, s.state_after, s.done, s.success) for s in tr.steps]
     assert fields(remote) == fields(local) and len(local.steps) > 0
     assert [(e.problem_uid, e.rollout_idx, e.success, e.turns, e.rewards, e.final_id) for e in remote.episodes] == \

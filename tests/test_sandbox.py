@@ -4,7 +4,7 @@ Every case checks its verdict, and the autouse `guard` checks after every test t
 live process of a free slot uid, no process carrying the test's marker (in /proc/*/cmdline, or in /proc/*/comm for
 programs that `tag` themselves), no new file owned by a slot uid or named with a marker in /tmp, /var/tmp, /dev/shm
 or the repository, and the trainer (this process and a sentinel child of it) alive. The catalogue-to-test map is in
-nbs/sandbox/34_run_code.ipynb ("The catalogue, case by case"). Cheap cases run at every isolation level this machine
+nbs/sandbox/054_run_code.ipynb ("The catalogue, case by case"). Cheap cases run at every isolation level this machine
 offers; cases that are unsafe without isolation (kill(-1), fork bombs, writes outside the run dir) are skipped at
 `rlimits-only`, which does not claim to contain them.
 """

@@ -207,10 +207,10 @@ def _episode_with_server(url, turn_order=('reasoning_agent', 'web_search_agent')
 def test_a_dead_or_garbage_server_marks_steps_as_infra_errors_never_scores_them():
     with _Raw(b"garbage") as srv:
         for t in (_episode_with_server(srv.url), _episode_with_server(f"http://127.0.0.1:{_free_port()}/retrieve")):
-            searches = [s for s in t if s.agent == 'web_search_agent']
+            searches = [s for s in t if s.role == 'web_search_agent']
             assert searches and all(s.infra_error and 'retrieval server' in s.infra_error for s in searches)
             assert all(s.reward is None and s.reward_terms == {} for s in searches)   # not scored
-            assert not any(s.infra_error for s in t if s.agent == 'reasoning_agent')
+            assert not any(s.infra_error for s in t if s.role == 'reasoning_agent')
             assert all(st['evidence'] == [] for st in (s.state_after for s in t))
             assert [s.state_after['infra_errors'] for s in searches][-1] >= 1
             assert math.isnan(t.success_rate()) and t.summary()['infra_episodes'] == len(t.episodes)  # none scored
@@ -388,7 +388,7 @@ def test_hidden_gold_never_in_a_prompt(policy, order, style):
 
 def test_hidden_supporting_facts_never_in_a_hotpotqa_prompt(tmp_path):
     (tmp_path/'dev.json').write_text(json.dumps([HOTPOT]))
-    t = rollout('search_env', random_policy, seeds=range(4), turn_order=['reasoning_agent', 'web_search_agent'], n=3,
+    t = rollout('search_env', random_policy, seeds=range(4), turn_order=['reasoning_agent', 'web_search_agent'], sample_num=3,
                 dataset='hotpotqa_json', path=str(tmp_path/'dev.json'))
     _check_prompts(t)
 

@@ -25,7 +25,7 @@ def one_thread():
 def bandit_steps(policy, role, reward, n=16, turn=0):
     "Sample `n` answers to PROMPT and reward them with `reward(text)`: a one-step bandit in Step form."
     outs = policy.generate([Request(role, PROMPT, n=n, sampling={'temperature': 1.0, 'max_tokens': 8}, problem_uid='p', turn_idx=turn)])[0]
-    return [Step(id=f'{turn}/{i}', parent_id='r', problem_uid='p', turn_idx=0, agent=role, prompt=PROMPT, completion=c.text,
+    return [Step(id=f'{turn}/{i}', parent_id='r', problem_uid='p', turn_idx=0, role=role, prompt=PROMPT, completion=c.text,
                  reward=float(reward(c.text)), token_ids=c.token_ids, logprobs=c.logprobs, sample_idx=i, meta=c.meta)
             for i, c in enumerate(outs)]
 
@@ -67,7 +67,7 @@ def test_grpo_steps_raise_the_probability_of_the_rewarded_answer(tmp_path):
 
 def test_text_only_completions_are_refused(tmp_path):
     tr = Trainer('tiny_plan_path_single', SMALL, out_dir=tmp_path, progress=False)
-    s = Step(id='a', parent_id='r', problem_uid='p', turn_idx=0, agent='stateful_single_agent', prompt=PROMPT, completion='R')
+    s = Step(id='a', parent_id='r', problem_uid='p', turn_idx=0, role='stateful_single_agent', prompt=PROMPT, completion='R')
     with pytest.raises(ValueError, match='token ids'):
         tr._unit_update(tr.units[0], [s], [1.0])
 
@@ -170,9 +170,9 @@ def test_a_broken_sandbox_in_training_is_counted_per_agent_and_never_trained_on(
     tr.collect = lambda *a, **k: steps.append(real_collect(*a, **k)) or steps[-1]
     m = tr.train_step()
     (trace,) = steps
-    tool = [s for s in trace if s.agent == 'tool_call_agent']
+    tool = [s for s in trace if s.role == 'tool_call_agent']
     assert tool and all(s.infra_error and 'the sandbox pool is gone' in s.infra_error and s.reward is None for s in tool)
-    assert not any(s.infra_error for s in trace if s.agent == 'plan_agent')
+    assert not any(s.infra_error for s in trace if s.role == 'plan_agent')
     assert (m['train/tool_call_agent/infra_errors'], m['train/plan_agent/infra_errors']) == (len(tool), 0)
     assert m['train/infra_errors'] == m['adv/infra_steps'] == len(tool)
     assert m['train/infra_error_share'] == len(tool) / len(trace)

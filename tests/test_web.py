@@ -125,7 +125,7 @@ def test_tree_branches_step_their_own_copies():
     def mixed(request, rng): return oracle_policy(request) if rng.random() < 0.5 else random_policy(request, rng)
     t = rollout('web_env', mixed, mode='tree', sample_num=3, seeds=range(4), split='test', max_turns=6)
     for s in t:
-        if s.agent == 'web_navigator' and s.format_error is None:
+        if s.role == 'web_navigator' and s.format_error is None:
             mine = [h for h in s.state_after['history'] if h['role'] == 'web_navigator']
             assert mine and mine[-1]['action'] == str(Action(**s.action)), (s.id, mine[-1], s.action)
     groups = {}
@@ -145,7 +145,7 @@ def test_text_and_browser_modes_agree(policy, seed):
     text, browser = _play('text', policy, seed), _play('browser', policy, seed)
     assert len(text.steps) == len(browser.steps) > 4
     for a, b in zip(text.steps, browser.steps):
-        assert (a.agent, a.completion) == (b.agent, b.completion)
+        assert (a.role, a.completion) == (b.role, b.completion)
         assert a.state_after['observation'] == b.state_after['observation'], a.id
         assert (a.reward, a.reward_terms) == (b.reward, b.reward_terms), a.id
         assert b.infra_error is None

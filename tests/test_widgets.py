@@ -79,13 +79,13 @@ def test_script_escaped_in_every_view():
     tr = evil_trace()
     views = [render_prompt(tr[0].prompt), render_prompt(tr[1].prompt), render_completion(tr[0].completion), render_action(tr[0]),
              render_action(tr[1]), render_reward(tr[0]), render_state(tr[0].state_after), render_diff(tr.roots['root'], tr[0].state_after),
-             render_tree(tr), render_groups(group_stats(tr.steps, lambda s: s.agent)), sparkline([1, 2], label=EVIL)]
+             render_tree(tr), render_groups(group_stats(tr.steps, lambda s: s.role)), sparkline([1, 2], label=EVIL)]
     views += [render_step_card(s, ph, tr.state_before(s)) for s in tr for ph in PHASES]
     views += [render_phase(tr, i, ph) for i in range(len(tr)) for ph in PHASES]
     st = StepThrough(tr)
     for i in range(len(tr) * len(PHASES)):
         views.append(st.html); st.next_button.click()
-    views += [TreeView(tr).html, GroupInspector(tr, key=lambda s: s.agent).html]
+    views += [TreeView(tr).html, GroupInspector(tr, key=lambda s: s.role).html]
     for v in views: assert '<script' not in v.lower(), v[:300]
     assert any('&lt;script&gt;' in v for v in views)
 
@@ -122,8 +122,8 @@ def test_active_agent_and_board(sudoku):
     st = StepThrough(sudoku)
     for i, s in enumerate(sudoku):
         st.goto(i, 'generate')
-        assert f"pllm-active' data-agent='{s.agent}'" in st.html and st.html.count("class='pllm-card") == 2
-    plan = next(i for i, s in enumerate(sudoku) if s.agent == 'plan_agent' and changed(sudoku.state_before(s)['game'], s.state_after['game']))
+        assert f"pllm-active' data-agent='{s.role}'" in st.html and st.html.count("class='pllm-card") == 2
+    plan = next(i for i, s in enumerate(sudoku) if s.role == 'plan_agent' and changed(sudoku.state_before(s)['game'], s.state_after['game']))
     st.goto(plan, 'update_from_model'); before = st.html
     st.next_button.click(); assert st.phase == 'step' and 'pllm-changed' in st.html
     board = lambda h: h[h.index('<svg'):h.index('</svg>')]
@@ -173,7 +173,7 @@ def test_human_text_box_in_a_rollout():
     me = HumanTextPolicy(timeout=5)
     me.box.value = '#### [[0, 0, 2]]'; me.submit.click()
     tr = rollout('stateful_sudoku', {'tool_call_agent': oracle_policy, 'plan_agent': me}, seeds=[0], max_turns=1)
-    assert tr.filter(agent='plan_agent')[0].completion == '#### [[0, 0, 2]]'
+    assert tr.filter(role='plan_agent')[0].completion == '#### [[0, 0, 2]]'
 
 def test_human_box_answers_from_another_thread():
     import threading
@@ -378,7 +378,7 @@ def test_trace_table_groups_rows_by_episode_with_seed_and_sample():
     tr = rollout('stateful_sudoku', random_policy, seeds=[4, 7], sample_num=2, max_turns=2)
     num = tr.episode_numbers()
     assert [num[s.id][0] for s in tr] != sorted(num[s.id][0] for s in tr)   # recorded interleaved
-    h = tr._repr_html_(max_steps=len(tr))
+    h = tr._repr_html_(max_rows=len(tr))
     heads = re.findall(r"<b>episode (\d+)</b> · seed (\d+)", h)
     test_eq = lambda a, b: (a == b) or pytest.fail(f"{a!r} != {b!r}")
     test_eq(heads, [(str(k), str(e.seed)) for k, e in enumerate(tr.episodes)])

@@ -20,9 +20,17 @@ _PARTS = {
     'runner': ['LAUNCHES', 'run_code', 'isolation_level'],
     'pool': ['CANARIES', 'Sandbox', 'SandboxWorker',
              '_cores'],                         # internal: the benchmark and the demo size pools with it
-    'ray_pool': ['SandboxActor', 'RayWorker'],   # needs the [ray] extra (imported on first use)
     'program': ['OK_VERDICTS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'TIME_LIMIT', 'default_worker', 'normalise_verdict',
                 'ProgramResult', 'arun_program', 'run_program', 'CANARY_PROGRAMS', 'CanaryReport', 'arun_canaries',
                 'run_canaries'],
 }
-__getattr__, __dir__ = lazy_exports('pettingllms_nb.sandbox', _PARTS)
+_lazy_getattr, __dir__ = lazy_exports('pettingllms_nb.sandbox', _PARTS)
+
+def __getattr__(name):
+    "Every part's names on first use; the Ray pool's old names from `scale.ray_pool`, where it moved (with a warning)."
+    if name in ('SandboxActor', 'RayWorker'):
+        import importlib, warnings
+        warnings.warn(f"pettingllms_nb.sandbox.{name} is deprecated: the Ray pool moved to pettingllms_nb.scale.ray_pool",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module('pettingllms_nb.scale.ray_pool'), name)
+    return _lazy_getattr(name)

@@ -30,3 +30,6 @@ _PARTS = {
     'oracle': ['PLANNER_ROLES', 'oracle_policy', 'random_policy', 'respond'],
 }
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.alfworld', _PARTS)
+
+# %% ../../../nbs/envs/alfworld/index.ipynb #d2fa240c
+from . import render as _render   # registers `alfworld_card` for `AlfworldState`

@@ -26,3 +26,6 @@ _PARTS = {
     'oracle': ['oracle_policy', 'random_policy', 'no_retrieval_policy', 'score_policy'],
 }
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.search', _PARTS)
+
+# %% ../../../nbs/envs/search/index.ipynb #1eaa8895
+from . import render as _render   # registers `search_card` for `SearchState`

@@ -32,3 +32,6 @@ _PARTS = {
                'shown_in_prompt', 'tool_program', 'toolkit_of_prompt'],
 }
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.stateful', _PARTS)
+
+# %% ../../../nbs/envs/stateful/index.ipynb #6fd12a61
+from . import render as _render   # registers `stateful_card` for `StatefulState`

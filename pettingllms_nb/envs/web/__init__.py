@@ -23,3 +23,6 @@ _PARTS = {'data': ['Catalogue', 'MINIWOB_TASKS', 'PRODUCT_TYPES', 'get_catalogue
           'render': ['web_card'],
           'oracle': ['oracle_action', 'oracle_policy', 'random_policy']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.web', _PARTS)
+
+# %% ../../../nbs/envs/web/index.ipynb #1b895bca
+from . import render as _render   # registers `web_card` for `WebState`
