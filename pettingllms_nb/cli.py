@@ -10,7 +10,8 @@ import argparse, json, logging, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DATA_DIR_HELP', 'scripted_policy', 'ImportFailed', 'import_modules', 'add_data_parser', 'build_parser', 'main']
+__all__ = ['DATA_DIR_HELP', 'seed_list', 'scripted_policy', 'ImportFailed', 'import_modules', 'add_data_parser', 'build_parser',
+           'main']
 
 # %% ../nbs/cli/201_cli.ipynb #b9da3392
 def _cmd_registry(args):
@@ -18,9 +19,18 @@ def _cmd_registry(args):
     print(registry.show())
     return 0
 
+def seed_list(text:str  # `4` (a count: seeds 0, 1, 2, 3) or `0,3,5` (those seeds)
+             ) -> list:    # the seeds, as integers
+    "`--seeds`: a count or a comma-separated list of seeds; anything else is refused in the project's words."
+    parts = [p.strip() for p in str(text).split(',')]
+    if all(p.lstrip('-').isdigit() for p in parts) and parts:
+        seeds = [int(p) for p in parts]
+        if len(seeds) > 1 or seeds[0] >= 1: return seeds if len(seeds) > 1 else list(range(seeds[0]))
+    raise argparse.ArgumentTypeError(f"{text!r}: expected a count >= 1 (e.g. 4: seeds 0-3) or a list of seeds (e.g. 0,3,5)")
+
 def _cmd_check_env(args):
     from pettingllms_nb.engine.check_env import check_env
-    rep = check_env(args.name, seeds=range(args.seeds), raise_on_fail=False, **_kv(args.kwargs))
+    rep = check_env(args.name, seeds=args.seeds, raise_on_fail=False, **_kv(args.kwargs))
     print(repr(rep))
     return 0 if rep.ok else 1
 
@@ -77,15 +87,28 @@ def _cmd_rollout(args):
     from pettingllms_nb.core.config import load_config
     from pettingllms_nb.engine.rollout import rollout
     cfg = load_config(args.config, overrides=args.overrides)
-    t = rollout(cfg, scripted_policy(cfg, args.policy), mode=args.mode, seeds=range(args.seeds), progress=True,
+    t = rollout(cfg, scripted_policy(cfg, args.policy), mode=args.mode, seeds=args.seeds, progress=True,
                 sample_num=_renamed_option(args, 'sample-num', '-n'))
     print(repr(t))
     if args.out: print(f"trace saved to {t.save(args.out)}")
     return 0
 
+def _refuse(cmd:str, why:str) -> int:
+    "One line on stderr, exit status 2: what was asked does not fit what is there."
+    print(f"pettingllms-nb {cmd}: {why}", file=sys.stderr)
+    return 2
+
 def _cmd_train(args):
-    from pettingllms_nb.training.trainer import Trainer, plot_metrics
-    tr = Trainer(args.config, args.overrides, out_dir=args.out, resume=args.resume)
+    from pettingllms_nb.core.config import load_config
+    from pettingllms_nb.training.trainer import Trainer, plot_metrics, run_leftovers, clear_run
+    if args.resume and args.fresh: return _refuse('train', "--resume continues the run, --fresh starts over: pass one of them")
+    cfg = load_config(args.config, args.overrides)
+    out = args.out or cfg.training.output_dir
+    if (left := run_leftovers(cfg, out)) and not (args.resume or args.fresh):
+        return _refuse('train', f"{out} already holds a run ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''}): "
+                                f"pass --resume to continue it or --fresh to start over")
+    if args.fresh: clear_run(cfg, out)
+    tr = Trainer(cfg, out_dir=args.out, resume=args.resume)
     result = tr.fit()
     plot_metrics(result, tr.out / 'curves.png', title=tr.cfg.training.experiment_name)
     print(json.dumps({k: v for k, v in result.final.items() if k.startswith('val/') or k == 'step'}, indent=1))
@@ -94,7 +117,17 @@ def _cmd_train(args):
 
 def _cmd_eval(args):
     from pettingllms_nb.training.trainer import Trainer
-    tr = Trainer(args.config, args.overrides, out_dir=args.out)
+    from pettingllms_nb.core.config import load_config
+    from pettingllms_nb.training.trainer import checkpoint_mismatch
+    cfg = load_config(args.config, args.overrides)
+    if args.checkpoint:
+        if not (Path(args.checkpoint) / 'trainer_state.pkl').exists():
+            return _refuse('eval', f"--checkpoint {args.checkpoint}: not a checkpoint (no trainer_state.pkl); pass a "
+                                   f"<run>/checkpoints/step_NNNNNN folder that train wrote")
+        if (differ := checkpoint_mismatch(args.checkpoint, cfg)) and not args.force:
+            return _refuse('eval', f"--checkpoint {args.checkpoint} was trained for another run: {'; '.join(differ)} "
+                                   f"(--force evaluates it anyway)")
+    tr = Trainer(cfg, out_dir=args.out)
     if args.checkpoint: tr.load_checkpoint(args.checkpoint)
     seeds = range(args.seed_start, args.seed_start + args.seeds) if args.seeds else None
     m = tr.evaluate(seeds=seeds, sample_num=_renamed_option(args, 'sample-num', '-k'), temperature=args.temperature)
@@ -195,7 +228,7 @@ def _add_lookup_parsers(sub, imp):
     s.set_defaults(fn=_cmd_config)
     s = sub.add_parser("check-env", parents=[imp], help="run the environment conformance checker")
     s.add_argument("name", help="environment or preset name"); s.add_argument("kwargs", nargs="*", help="env kwargs key=value")
-    s.add_argument("--seeds", type=int, default=4); s.set_defaults(fn=_cmd_check_env)
+    s.add_argument("--seeds", type=seed_list, default=[0, 1, 2, 3], help="the seeds: a count (4: seeds 0-3) or a list (0,3,5)"); s.set_defaults(fn=_cmd_check_env)
 
 # %% ../nbs/cli/201_cli.ipynb #499061f6
 def _add_run_parsers(sub, imp):
@@ -208,17 +241,20 @@ def _add_run_parsers(sub, imp):
     s.add_argument("--mode", default="independent", choices=MODES)
     s.add_argument("--sample-num", type=int, default=1, help="samples per problem: rollouts, or tree branches per turn")
     s.add_argument("-n", type=int, default=None, dest="old_n", help=argparse.SUPPRESS)   # old spelling of --sample-num
-    s.add_argument("--seeds", type=int, default=10); s.add_argument("--out", default=None, help="JSONL path for the trace")
+    s.add_argument("--seeds", type=seed_list, default=list(range(10)), help="the seeds: a count (4: seeds 0-3) or a list (0,3,5)")
+    s.add_argument("--out", default=None, help="JSONL path for the trace")
     s.set_defaults(fn=_cmd_rollout)
     s = sub.add_parser("train", parents=[imp], help="train the agents of a preset or YAML config (AT-GRPO by default)")
     s.add_argument("config", help="preset name or YAML path"); s.add_argument("overrides", nargs="*", help="a.b=c overrides")
     s.add_argument("--out", default=None, help="run directory (default: training.output_dir)")
     s.add_argument("--resume", action="store_true", help="continue from the run directory's latest checkpoint")
+    s.add_argument("--fresh", action="store_true", help="start over: remove the run directory's metrics and checkpoints")
     s.set_defaults(fn=_cmd_train)
     s = sub.add_parser("eval", parents=[imp], help="evaluate a config (optionally a checkpoint) on held-out seeds")
     s.add_argument("config"); s.add_argument("overrides", nargs="*")
     s.add_argument("--checkpoint", default=None, help="a checkpoint directory written by train")
-    s.add_argument("--out", default=None); s.add_argument("--seeds", type=int, default=0, help="number of seeds (default: the validation seeds)")
+    s.add_argument("--force", action="store_true", help="evaluate a checkpoint trained for another environment or roles")
+    s.add_argument("--out", default=None); s.add_argument("--seeds", type=int, default=0, help="how many held-out seeds, from --seed-start (a count; default: the validation seeds)")
     s.add_argument("--seed-start", type=int, default=EVAL_SEED_BASE, help="first seed when --seeds is given")
     s.add_argument("--sample-num", type=int, default=None,
                    help="samples per problem (avg@k, pass@k; default: training.validate_sample_num)")

@@ -84,7 +84,14 @@ def strip_widget_views(nb) -> int:
     return n
 
 
-def execute(path:Path, skip:set[str]=frozenset(), save:bool=False, timeout:int=600) -> dict:
+# `--strict`: a first cell (run, never saved) that makes the project's own deprecation warnings errors. Every one of
+# them says "<old> is deprecated; use <new>" (core.names, core.config), so a notebook that still calls an old name
+# fails where it calls it; other libraries' warnings are left alone.
+STRICT_CELL = ("import warnings\n"
+               "warnings.filterwarnings('error', message=r'.* is deprecated[:;] ', category=DeprecationWarning)")
+
+
+def execute(path:Path, skip:set[str]=frozenset(), save:bool=False, timeout:int=600, strict:bool=False) -> dict:
     "Run notebook `path` in a fresh kernel; with `save`, write its outputs back. Returns a report dict."
     import nbformat
     from nbclient import NotebookClient
@@ -97,12 +104,14 @@ def execute(path:Path, skip:set[str]=frozenset(), save:bool=False, timeout:int=6
         if c.cell_type == 'code' and cell_flags(c) & skip:
             c.metadata.setdefault('tags', []).append('skip-execution')
             skipped.append(i)
+    if strict: run.cells.insert(0, nbformat.v4.new_code_cell(STRICT_CELL))
     client = NotebookClient(run, timeout=timeout, kernel_name=KERNEL, allow_errors=False, record_timing=False,
                             resources={'metadata': {'path': str(path.parent)}}, skip_cells_with_tag='skip-execution')
     t0, error = time.perf_counter(), None
     try: client.execute()
     except (CellExecutionError, CellTimeoutError) as e: error = str(e)
     except Exception as e: error = f"{type(e).__name__}: {e}"
+    if strict: run.cells.pop(0)
     report = {'path': str(path), 'seconds': round(time.perf_counter() - t0, 1), 'skipped': skipped, 'error': error}
     if save and error is None:
         for i, c in enumerate(run.cells):
@@ -126,7 +135,7 @@ def _single(a) -> int:
     with tempfile.TemporaryDirectory(prefix='pllm-kernels-') as tmp:
         os.environ['JUPYTER_PATH'] = os.pathsep.join(filter(None, [str(private_kernelspec(Path(tmp))),
                                                                     os.environ.get('JUPYTER_PATH')]))
-        r = execute(Path(a.paths[0]), set(a.skip), a.save, a.timeout)
+        r = execute(Path(a.paths[0]), set(a.skip), a.save, a.timeout, a.strict)
     print(json.dumps(r))
     return 0
 
@@ -139,12 +148,13 @@ def main(argv=None) -> int:
     ap.add_argument('--workers', type=int, default=2)
     ap.add_argument('--timeout', type=int, default=600, help='seconds a cell may take')
     ap.add_argument('--max-kb', type=float, default=300, help='report notebooks whose outputs exceed this size')
+    ap.add_argument('--strict', action='store_true', help="the project's own deprecation warnings are errors")
     ap.add_argument('--single', action='store_true', help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     a.skip = [f for s in a.skip for f in s.replace(',', ' ').split()]
     if a.single: return _single(a)
     nbs = notebooks(a.paths)
-    cmd = [sys.executable, __file__, '--single', '--timeout', str(a.timeout)] + ['--save'] * a.save
+    cmd = [sys.executable, __file__, '--single', '--timeout', str(a.timeout)] + ['--save'] * a.save + ['--strict'] * a.strict
     cmd += [x for f in a.skip for x in ('--skip', f)]
 
     def one(nb):

@@ -226,11 +226,17 @@ def test_mix_rewards():
 
 
 def test_logging(caplog):
+    from pettingllms_nb.training.advantages import zero_variance_batches
+    zero_variance_batches(reset=True)       # the no-signal advice is said once (per run: the trainer resets it)
     with caplog.at_level(logging.INFO, logger='pettingllms_nb.training.advantages'):
         at_grpo([mk('p', reward=1.), mk('p', reward=1., rollout_idx=1)])
     msgs = [r.getMessage() for r in caplog.records]
     assert any('2 steps in 1 groups' in m for m in msgs)
     assert any(r.levelno == logging.WARNING and 'no learning signal' in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger='pettingllms_nb.training.advantages'):
+        at_grpo([mk('p', reward=1.), mk('p', reward=1., rollout_idx=1)])
+    assert not any(r.levelno == logging.WARNING for r in caplog.records) and zero_variance_batches() == 2   # counted
 
 
 def test_imports_stay_light():

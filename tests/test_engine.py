@@ -232,3 +232,17 @@ def test_the_library_itself_never_uses_the_old_name(tmp_path):
             for _ in range(2 * len(PHASES)): html += st.html; st.next_button.click()
             html += TreeView(back).html + GroupInspector(back).html
             assert "data-agent='" in html                                       # the cards keep their attribute
+
+
+def test_check_env_says_no_credit_notice_for_a_mode_the_user_did_not_choose(caplog):
+    "check_env samples a tree itself; the 'credit is not applied in tree mode' advice is for users who chose tree mode."
+    import logging
+    from pettingllms_nb.core.config import load_config
+    from pettingllms_nb.engine.check_env import check_env
+    from pettingllms_nb.envs.stateful import oracle_policy
+    cfg = load_config('tiny_plan_path', ['agent_policy_configs.agent_configs.agent_1.kwargs.credit=turn'])
+    notice = 'RewardSpec.credit is not applied in tree mode'
+    with caplog.at_level(logging.WARNING): check_env(cfg, seeds=[0, 1], policy=oracle_policy, raise_on_fail=False)
+    assert not [r for r in caplog.records if notice in r.getMessage()]
+    with caplog.at_level(logging.WARNING): rollout(cfg, oracle_policy, mode='tree', sample_num=2, seeds=[0])
+    assert [r for r in caplog.records if notice in r.getMessage()]   # asked for: still said

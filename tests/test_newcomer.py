@@ -1,5 +1,5 @@
 "Newcomer frictions, tried as a new user would: make_env's seed, an env not reset, done/success never stale, preset names."
-import contextlib, io
+import contextlib, io, json
 import pytest, yaml
 from pettingllms_nb.core.registry import make_env, make_agent
 from pettingllms_nb.core.env import NotResetError
@@ -85,3 +85,109 @@ def test_cli_config_prints_the_merged_yaml():
     assert printed == load_config('tiny_plan_path_lora', ['training.lr=0.002', 'env.max_turns=2']).to_dict()
     assert (printed['specialization'], printed['training']['lr'], printed['env']['max_turns']) == ('lora', 0.002, 2)
     assert printed['training']['warmstart_steps'] == 200          # from _tiny_plan_path, two `defaults:` levels down
+
+
+# -- the second hour (issue 25): the CLI's own words ------------------------------------------------------------------
+@pytest.mark.parametrize('override,says', [
+    ('training.lr=abc', "training.lr='abc': allowed values are numbers"),
+    ('env.max_turns=two', "env.max_turns='two': allowed values are integers"),
+    ('training.normalize_std=maybe', "training.normalize_std='maybe': allowed values are true or false"),
+    ('training.logger=3', "training.logger=3: allowed values are a list"),
+])
+def test_type_errors_are_said_in_the_projects_words(override, says):
+    "A value of the wrong type reads like every other bad value: key, value, what is allowed (not OmegaConf's text)."
+    with pytest.raises(ConfigError) as info: load_config('tiny_plan_path', [override])
+    assert len(info.value.errors) == 1 and info.value.errors[0].startswith(says), info.value.errors
+    assert 'could not be converted' not in str(info.value) and 'AnyNode' not in str(info.value)
+
+
+def test_seeds_is_a_count_or_a_list_and_says_so():
+    "`--seeds` of check-env and rollout: `4` is seeds 0-3, `0,3,5` those seeds; anything else is one line, rc 2."
+    from pettingllms_nb.cli import main, seed_list, build_parser
+    assert seed_list('3') == [0, 1, 2] and seed_list('0,3,5') == [0, 3, 5]
+    for cmd in ('check-env', 'rollout'):
+        helps = build_parser()._subparsers._group_actions[0].choices[cmd].format_help()
+        assert 'a count (4: seeds 0-3) or a list (0,3,5)' in ' '.join(helps.split()), cmd
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stop: main(['rollout', 'tiny_plan_path', '--seeds', '0,x'])
+    assert stop.value.code == 2 and "'0,x': expected a count >= 1 (e.g. 4: seeds 0-3) or a list of seeds" in err.getvalue()
+
+
+def test_rollout_runs_the_seeds_it_was_given(tmp_path):
+    from pettingllms_nb.cli import main
+    from pettingllms_nb.engine.trace import Trace
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(['rollout', 'tiny_plan_path', '--seeds', '3,5', '--policy', 'oracle', '--out', str(tmp_path / 't.jsonl')]) == 0
+        assert main(['rollout', 'tiny_plan_path', '--seeds', '2', '--policy', 'oracle', '--out', str(tmp_path / 'n.jsonl')]) == 0
+    assert Trace.load(tmp_path / 't.jsonl').meta['seeds'] == [3, 5] and Trace.load(tmp_path / 'n.jsonl').meta['seeds'] == [0, 1]
+
+
+# -- run folders and checkpoints (issue 25) ---------------------------------------------------------------------------
+def _cli(*argv) -> tuple:
+    "(exit status, stderr) of `pettingllms-nb ARGV` run in this process."
+    from pettingllms_nb.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err): rc = main(list(argv))
+    return rc, err.getvalue()
+
+
+def test_train_refuses_a_folder_that_holds_a_run(tmp_path):
+    "A second `train` into a run folder says so in one line (rc 2) instead of appending to it; nothing is touched."
+    (tmp_path / 'metrics.jsonl').write_text('{"step": 0}\n')
+    rc, err = _cli('train', 'tiny_plan_path', '--out', str(tmp_path))
+    assert rc == 2 and err.count('\n') == 1, err
+    assert f"{tmp_path} already holds a run (metrics.jsonl): pass --resume to continue it or --fresh to start over" in err
+    assert (tmp_path / 'metrics.jsonl').read_text() == '{"step": 0}\n'
+    rc, err = _cli('train', 'tiny_plan_path', '--out', str(tmp_path), '--resume', '--fresh')
+    assert rc == 2 and 'pass one of them' in err
+
+
+def test_train_fresh_starts_over(tmp_path):
+    (tmp_path / 'metrics.jsonl').write_text('{"step": 99}\n')
+    rc, err = _cli('train', 'tiny_plan_path', 'training.total_training_steps=1', 'training.warmstart_steps=0', 'training.val_freq=0',
+                   'training.train_batch_size=1', 'training.train_sample_num=2', '--out', str(tmp_path), '--fresh')
+    assert rc == 0, err
+    steps = [json.loads(l)['step'] for l in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
+    assert steps == [1], steps
+
+
+def test_eval_checks_the_checkpoint_it_is_given(tmp_path):
+    "A missing checkpoint is one line (rc 2); one trained for another environment is refused by name, unless --force."
+    rc, err = _cli('eval', 'tiny_plan_path', '--checkpoint', str(tmp_path / 'nope'))
+    assert rc == 2 and err.count('\n') == 1 and 'not a checkpoint (no trainer_state.pkl)' in err, err
+    ck = tmp_path / 'checkpoints' / 'step_000003'; ck.mkdir(parents=True)
+    (ck / 'trainer_state.pkl').write_bytes(b'')
+    (ck / 'config.yaml').write_text(load_config('tiny_search').to_yaml())
+    rc, err = _cli('eval', 'tiny_plan_path', '--checkpoint', str(ck))
+    assert rc == 2 and err.count('\n') == 1, err
+    assert "env.name: the checkpoint was trained with 'search_env', the config asks for 'stateful_env'" in err
+    assert "(--force evaluates it anyway)" in err
+
+
+def test_a_missing_extra_names_the_command_that_works_here_once():
+    "An unavailable part says why and one install command: `pip install -e` of this clone here (a wheel: the index)."
+    from pettingllms_nb.core.registry import Registry, UnavailableError, install_command
+    assert install_command('web') == "pip install -e '.[web]'"          # the tests run from the clone's root
+    ghost = Registry(builtins={'no_such_module_for_a_test': ('web', [('env', 'ghost_env')])}, plugin_group=None)
+    with pytest.raises(UnavailableError) as info: ghost.get('env', 'ghost_env')
+    assert str(info.value).count('pip install') == 1 and str(info.value).endswith("install it with: pip install -e '.[web]'")
+    said = Registry(builtins={}, plugin_group=None)
+    said.mark_unavailable('env', 'own_words', 'm', "ImportError: needs x: pip install 'pettingllms-nb[web]'", 'web')
+    with pytest.raises(UnavailableError) as info: said.get('env', 'own_words')
+    assert str(info.value).count('pip install') == 1
+
+
+def test_an_env_whose_extra_is_missing_is_refused_before_any_step(monkeypatch):
+    "Without rapidfuzz web_env is listed unavailable with what is missing, and check-env refuses it in one line (rc 2)."
+    import importlib.util
+    from pettingllms_nb.core import registry as reg_mod
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: None if name == 'rapidfuzz' else real(name, *a))
+    r = reg_mod.Registry(builtins={'pettingllms_nb.envs.web.env': ('web', [('env', 'web_env')])}, plugin_group=None)
+    assert 'web_env' not in r.names('env') and [row[2] for row in r.show()] == ['unavailable']
+    with pytest.raises(reg_mod.UnavailableError, match=r"needs rapidfuzz, which is not installed; install it with: pip install -e '\.\[web\]'"):
+        r.get('env', 'web_env')
+    monkeypatch.setitem(reg_mod.registry.entries['env'], 'web_env', r.entries['env']['web_env'])
+    rc, err = _cli('check-env', 'web_env')
+    first = err.splitlines()[0]   # (a second line says how to see the traceback)
+    assert rc == 2 and "env 'web_env' is unavailable" in first and 'install it with' in first and 'no env or preset' not in err, err

@@ -14,9 +14,9 @@ RUNNER = ROOT / 'scripts' / 'execute_notebooks.py'
 TUTORIALS = sorted(p for p in (ROOT / 'tutorials').glob('*.ipynb') if not p.name.startswith('_'))
 
 
-def run_all(paths, *skip):
-    "Run `paths` through the runner (two at a time); returns (exit status, its report)."
-    cmd = [sys.executable, str(RUNNER), '--workers', os.environ.get('NB_WORKERS', '2')]
+def run_all(paths, *skip, strict=True):
+    "Run `paths` through the runner (two at a time; our own deprecation warnings are errors); returns (status, report)."
+    cmd = [sys.executable, str(RUNNER), '--workers', os.environ.get('NB_WORKERS', '2')] + ['--strict'] * strict
     cmd += [x for f in skip for x in ('--skip', f)] + [str(p) for p in paths]
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))}
     env.pop('HF_HUB_OFFLINE', None)   # the runner sets it for the kernels, as a reader's machine without network
@@ -39,6 +39,21 @@ def test_tutorials_run_all():
     rc, out = run_all(TUTORIALS)
     assert rc == 0, out[-20000:]
     assert f"{len(TUTORIALS)} of {len(TUTORIALS)} notebooks ran" in out, out[-4000:]
+
+
+def test_strict_runs_fail_on_our_own_deprecation_warnings(tmp_path):
+    "With `--strict` (what the tutorial runs use), a cell calling one of our deprecated names fails; others' do not."
+    def nb(src): return {'cells': [{'cell_type': 'code', 'metadata': {}, 'outputs': [], 'execution_count': None,
+                                    'source': src}], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
+    old = tmp_path / 'old.ipynb'
+    old.write_text(json.dumps(nb("from pettingllms_nb.engine.rollout import rollout\n"
+                                  "from pettingllms_nb.envs.toy import oracle_policy\n"
+                                  "rollout('toy_relay', oracle_policy, n=2, seeds=[0])")))
+    other = tmp_path / 'other.ipynb'
+    other.write_text(json.dumps(nb("import warnings\nwarnings.warn('this API is deprecated and will be removed', DeprecationWarning)")))
+    rc, out = run_all([old])
+    assert rc == 1 and 'rollout(n=...) is deprecated; use sample_num=2' in out, out[-3000:]
+    assert run_all([old], strict=False)[0] == 0 and run_all([other])[0] == 0
 
 
 def test_gpu_cells_guard_themselves(tmp_path):

@@ -1,5 +1,5 @@
 "Trainer: per-adapter updates, the direction of a GRPO step, infrastructure failures and canaries, kill (at the worst moments) → resume, offline."
-import json, math, os, signal, subprocess, sys, textwrap
+import json, logging, math, os, signal, subprocess, sys, textwrap
 from pathlib import Path
 import pytest
 
@@ -278,3 +278,24 @@ def test_kill_then_resume_matches_the_uninterrupted_run(uninterrupted, tmp_path,
     assert sorted(p.name for p in ck.iterdir()) == ['latest', 'step_000002', 'step_000004']   # nothing stale is left
     a, b = _weights(full, 4), _weights(cut, 4)
     assert a.keys() == b.keys() and all(torch.equal(a[n], b[n]) for n in a)                  # the same model at the end
+
+
+def test_the_no_signal_warning_is_said_once_per_run_with_a_count(tmp_path, caplog):
+    "A run whose every batch has zero reward variance says the advice once and the count at the end (not once a step)."
+    from pettingllms_nb.training.trainer import Trainer
+    tr = Trainer('tiny_search', ['training.total_training_steps=2', 'training.val_freq=0', 'training.warmstart_steps=0',
+                                 'training.train_batch_size=1', 'training.train_sample_num=2'], out_dir=tmp_path, progress=False)
+    with caplog.at_level(logging.WARNING): tr.fit()
+    said = [r.getMessage() for r in caplog.records if 'zero reward variance' in r.getMessage()]
+    assert len(said) == 2, said
+    assert 'said once' in said[0] and said[1].startswith('2 of 2 training steps had zero reward variance'), said
+
+
+def test_the_warm_start_shows_its_progress(tmp_path, capsys):
+    "Building a tiny base is minutes of supervised steps: with progress on, a bar counts them (it said nothing before)."
+    from pettingllms_nb.training.trainer import Trainer
+    Trainer('tiny_plan_path', ['training.warmstart_steps=12', 'training.total_training_steps=1'], out_dir=tmp_path, progress=True)
+    err = capsys.readouterr().err
+    assert 'warm start (supervised)' in err and '12/12' in err, err[-500:]
+    Trainer('tiny_plan_path', ['training.warmstart_steps=12'], out_dir=tmp_path / 'quiet', progress=False)
+    assert 'warm start' not in capsys.readouterr().err

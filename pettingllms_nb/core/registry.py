@@ -6,7 +6,8 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/registry.html.md"""
 
 # %% ../../nbs/core/019_registry.ipynb #0c168293
 from __future__ import annotations
-import html, importlib, inspect, logging, sys
+import html, importlib, importlib.util, inspect, logging, os, sys
+from pathlib import Path
 from dataclasses import dataclass, field
 from fastcore.basics import patch
 from .env import Env
@@ -17,10 +18,10 @@ from .names import did_you_mean
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'LAZY_KINDS', 'registry', 'RegistryError', 'UnavailableError', 'ContractError',
-           'check_contract', 'Entry', 'Registry', 'RegistryTable', 'register_env', 'register_agent', 'register_worker',
-           'register_policy', 'register_scripted', 'make_env', 'make_agent', 'make_worker', 'make_policy',
-           'shared_worker', 'lazy_exports']
+__all__ = ['KINDS', 'BUILTINS', 'PLUGIN_GROUP', 'REQUIRES', 'LAZY_KINDS', 'registry', 'RegistryError', 'UnavailableError',
+           'ContractError', 'check_contract', 'Entry', 'Registry', 'install_command', 'RegistryTable', 'register_env',
+           'register_agent', 'register_worker', 'register_policy', 'register_scripted', 'make_env', 'make_agent',
+           'make_worker', 'make_policy', 'shared_worker', 'lazy_exports']
 
 # %% ../../nbs/core/019_registry.ipynb #88b6e9f7
 KINDS = ('env', 'agent', 'worker', 'policy', 'scripted', 'source', 'check')
@@ -179,8 +180,17 @@ class Registry:
         if name not in self.entries[kind]: self.entries[kind][name] = Entry(kind, name, None, module, {}, reason, extra)
 
 # %% ../../nbs/core/019_registry.ipynb #ddfb0db8
+# Modules a built-in part needs but imports only when it runs (so importing the part alone would look fine): their
+# import names, checked without importing them before the part loads. web_env's text mode matches options with rapidfuzz.
+REQUIRES = {m: ('rapidfuzz',) for m in ('pettingllms_nb.envs.web.env', 'pettingllms_nb.envs.web.agents',
+                                        'pettingllms_nb.envs.web.oracle')}
+
 @patch
 def _import_builtin(self:Registry, module:str, extra, provides):
+    miss = [m for m in REQUIRES.get(module, ()) if importlib.util.find_spec(m) is None]
+    if miss:   # unavailable before any step, with what is missing (not at the first step that needs it)
+        for kind, name in provides: self.mark_unavailable(kind, name, module, f"needs {', '.join(miss)}, which is not installed", extra)
+        return
     try: importlib.import_module(module)
     except ImportError as e:
         for kind, name in provides: self.mark_unavailable(kind, name, module, f"{type(e).__name__}: {e}", extra)
@@ -222,8 +232,7 @@ def get(self:Registry,
     e = self.entries[kind].get(name)
     if e is not None and e.available: return e.obj
     if e is not None:
-        fix = f"install it with: pip install 'pettingllms-nb[{e.extra}]'" if e.extra else "see the reason above"
-        raise UnavailableError(f"{kind} {name!r} is unavailable ({e.module}): {e.reason}; {fix}")
+        raise UnavailableError(f"{kind} {name!r} is unavailable ({e.module}): {_why_and_fix(e)}")
     known = sorted(self.entries[kind])
     raise RegistryError(f"no {kind} named {name!r}{did_you_mean(name, known, n=3) or ';'} registered {kind}s: {known}")
 
@@ -252,6 +261,19 @@ def scripted(self:Registry,
     "The scripted policy `name` (e.g. 'oracle', 'random') registered for environment `env`."
     return self.get('scripted', f"{env}.{name}")
 
+# %% ../../nbs/core/019_registry.ipynb #3ca4b78d
+def install_command(extra:str   # a pip extra of this package, e.g. 'web'
+                   ) -> str:    # the pip command that installs it here
+    "`pip install` of `extra` for how the package is installed: editable from its clone, or from the index."
+    root = Path(__file__).resolve().parents[2] if '__file__' in globals() else Path.cwd().parents[1]
+    clone = (root / 'pyproject.toml').exists() and (root / 'pettingllms_nb').is_dir()
+    return f"pip install -e '{os.path.relpath(root)}[{extra}]'" if clone else f"pip install 'pettingllms-nb[{extra}]'"   # from here
+
+def _why_and_fix(e:Entry) -> str:
+    "An unavailable entry's reason, then how to install what it needs (unless the reason already says a pip command)."
+    if not e.extra: return f"{e.reason}; see the reason above"
+    return e.reason if 'pip install' in (e.reason or '') else f"{e.reason}; install it with: {install_command(e.extra)}"
+
 # %% ../../nbs/core/019_registry.ipynb #21299131
 class RegistryTable(list):
     "Rows of `registry.show()`, shown as a table in Jupyter and as text elsewhere."
@@ -274,7 +296,7 @@ def show(self:Registry) -> RegistryTable:
     for kind in KINDS:
         for name, e in sorted(self.entries[kind].items()):
             if e.available: notes = ', '.join(f"{k}={v}" for k, v in e.meta.items())
-            else: notes = f"{e.reason}" + (f" -> pip install 'pettingllms-nb[{e.extra}]'" if e.extra else "")
+            else: notes = _why_and_fix(e)
             rows.append((kind, name, 'ok' if e.available else 'unavailable', e.module, notes))
     for ep, err in self.plugin_errors.items(): rows.append(('plugin', ep, 'failed', '', err))
     return rows

@@ -11,7 +11,7 @@ __all__ = ['LR_SCHEDULES', 'LOGGERS', 'SPECIALIZATIONS', 'SYNONYMS', 'REFERENCE_
            'merge_config']
 
 # %% ../../nbs/core/015_schema.ipynb #d55944a4
-import functools, logging
+import functools, logging, re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, is_dataclass
 from typing import Any, Dict, List, Optional, Union, get_args, get_origin, get_type_hints
@@ -248,10 +248,17 @@ ENV_ARGS = ('max_turns', 'source', 'benchmark', 'size', 'dataset', 'split')   # 
 RENAMED_ENV_KEYS = ('benchmark', 'dataset')   # env.* keys that chose problems before `env.source` did
 
 # %% ../../nbs/core/015_schema.ipynb #ae4bfdd4
+_TYPE_WORDS = {'Float': 'numbers', 'Integer': 'integers', 'bool': 'true or false', 'ListConfig': 'a list, e.g. [a, b]',
+               'DictConfig': 'a mapping, e.g. {a: 1}'}   # OmegaConf's type names, in the words of every other error
+
 def _omegaconf_error(e:OmegaConfBaseException) -> str:
+    "OmegaConf's error as key, value and what is allowed (its own text where it is not about a value's type)."
     msg = str(e).splitlines()[0]
     key = getattr(e, 'full_key', None)
-    return f"{key}={getattr(e, 'value', None)!r}: {msg}" if key else msg
+    if not key: return msg
+    m = re.search(r"converted to (Float|Integer)\b|not a valid (bool)\b|is not a (ListConfig|DictConfig)\b", msg)
+    said = f"allowed values are {_TYPE_WORDS[next(g for g in m.groups() if g)]}" if m else msg
+    return f"{key}={getattr(e, 'value', None)!r}: {said}"
 
 @functools.cache
 def _schema() -> DictConfig: return OmegaConf.structured(RunConfig)  # built once; `merge` copies it

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/engine/check_env.html.md""
 
 # %% ../../nbs/engine/043_check_env.ipynb #4fdd1c3f
 from __future__ import annotations
-import asyncio, copy, html, json, math, random, tempfile
+import asyncio, contextlib, copy, html, json, logging, math, random, tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from ..core.registry import make_env, make_agent
@@ -153,6 +153,17 @@ class _Ctx:
 
 def _default_policy(req, rng): return rng.choice(GARBAGE[:4] + ['#### ["U", "R"]', '#### [1]', '#### [[0, 0, 1]]', '```python\nprint([])\n```'])
 
+class _NotAsked(logging.Filter):
+    "Drop the rollout's 'credit is not applied in tree mode' notice (it is advice for a mode the user chose)."
+    def filter(self, record): return 'RewardSpec.credit is not applied in tree mode' not in record.getMessage()
+
+@contextlib.contextmanager
+def _unasked_credit_notice():
+    log, f = logging.getLogger('pettingllms_nb.engine.rollout'), _NotAsked()
+    log.addFilter(f)
+    try: yield
+    finally: log.removeFilter(f)
+
 def check_env(name:str,                         # a registered environment, or a preset or config (what `rollout` accepts)
               seeds=range(4),                   # the seeds every check resets with (two or more, so `seeds_vary` can tell)
               policy=None,                      # the rollout-based checks' policy (as for `rollout`); None: garbage and guesses
@@ -166,7 +177,9 @@ def check_env(name:str,                         # a registered environment, or a
     spec = resolve_spec(name, turn_order=turn_order, **env_kwargs)
     ctx = _Ctx(spec.env_name, spec, list(seeds), worker, policy or _default_policy, probe_response)
     report = EnvReport(name)
-    try: ctx.trace = _rollout(ctx, ctx.policy, spec.max_turns, mode='tree', sample_num=2)
+    try:
+        with _unasked_credit_notice():   # the checker samples a tree itself: the user chose no mode
+            ctx.trace = _rollout(ctx, ctx.policy, spec.max_turns, mode='tree', sample_num=2)
     except Exception as e:
         report.results.append(CheckResult('rollout', False, f"{type(e).__name__}: {e}"))
     for cname, fn in CHECKS.items():

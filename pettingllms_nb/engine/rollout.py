@@ -60,7 +60,7 @@ def _known_name(name):
     "Refuse a bare name that is neither a registered env nor a preset, naming both lists (a path goes to `load_config`)."
     presets = list_presets()
     if not isinstance(name, str) or name.endswith(('.yaml', '.yml')) or '/' in name or name in presets or Path(name).exists(): return
-    envs = registry.names('env')
+    envs = registry.names('env', available_only=False)   # an env whose extra is missing is refused by get, with why
     raise RegistryError(f"no env or preset named {name!r}{did_you_mean(name, envs + presets, n=3)} (registered envs: "
                         f"{envs}; presets: `pettingllms-nb presets`; an env of your own module registers when the module "
                         f"is imported: `--import MODULE` on the command line)")
@@ -72,7 +72,7 @@ def resolve_spec(config_or_env,     # a registered env name, a `Config` (or a di
                  **env_kwargs       # environment arguments over the config's; `source=` (and `split=`) locate its data
                 ) -> RolloutSpec:   # its schedule and turn order checked
     "Work out env, kwargs, turn order, max_turns and schedule from a config, preset, path or env name."
-    if isinstance(config_or_env, str) and config_or_env in registry.names('env'):
+    if isinstance(config_or_env, str) and config_or_env in registry.names('env', available_only=False):
         cls = registry.get('env', config_or_env)
         order = turn_order or getattr(cls, 'default_turn_order', None)
         if not order: raise ValueError(f"rollout({config_or_env!r}): pass turn_order=[...] (agents registered for it: {registry.agents_for(config_or_env)})")

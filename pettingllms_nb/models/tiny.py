@@ -163,7 +163,9 @@ def target_loss(model, ids, mask, labels):
 
 # %% ../../nbs/models/060_tiny.ipynb #559cb140
 def sft(model, tokenizer, pairs, steps:int=100, lr:float=1e-3, batch_size:int=16,
-        max_grad_norm:float|None=1.0, weight_decay:float=0.0, seed:int=0, add_eos:bool=True, log_every:int=0) -> list[float]:
+        max_grad_norm:float|None=1.0, weight_decay:float=0.0, seed:int=0, add_eos:bool=True, log_every:int=0,
+        progress:bool=False   # a progress bar over the steps (with the loss): a warm start takes minutes
+       ) -> list[float]:
     "Supervised fine-tuning on `(prompt, target_text)` pairs, loss on target tokens only; returns the loss of every step."
     import torch
     data = [_pair_ids(tokenizer, p, t, add_eos) for p, t in pairs]
@@ -173,6 +175,10 @@ def sft(model, tokenizer, pairs, steps:int=100, lr:float=1e-3, batch_size:int=16
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     device, rng, order, losses = next(model.parameters()).device, random.Random(seed), [], []
     model.train()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=steps, desc="warm start (supervised)", unit="step")
     try:
         for step in range(steps):
             batch = []
@@ -185,5 +191,10 @@ def sft(model, tokenizer, pairs, steps:int=100, lr:float=1e-3, batch_size:int=16
             opt.step()
             losses.append(loss.item())
             if log_every and (step % log_every == 0 or step == steps - 1): _log.info("sft step %d/%d loss %.4f", step + 1, steps, loss.item())
-    finally: model.eval()
+            if bar is not None:
+                bar.update(1)
+                if step % 10 == 0 or step == steps - 1: bar.set_postfix(loss=round(losses[-1], 4))
+    finally:
+        model.eval()
+        if bar is not None: bar.close()
     return losses

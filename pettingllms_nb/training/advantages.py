@@ -17,8 +17,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['ESTIMATORS', 'mix_rewards', 'terms_reward', 'GroupStats', 'group_stats', 'AdvantageStats', 'groups_table',
-           'Advantages', 'zero_variance_advice', 'group_advantages', 'grpo_key', 'at_grpo_key', 'is_tree', 'grpo',
-           'at_grpo']
+           'Advantages', 'zero_variance_advice', 'zero_variance_batches', 'group_advantages', 'grpo_key', 'at_grpo_key',
+           'is_tree', 'grpo', 'at_grpo']
 
 # %% ../../nbs/training/080_advantages.ipynb #80c3bb3b
 def _kinds_weights(kinds, weights) -> tuple[dict, dict]:
@@ -166,6 +166,15 @@ def zero_variance_advice(stats:AdvantageStats) -> str:
             "terms in the roles' RewardSpec, or RewardSpec.credit for team terms that later agents achieve)")
 
 # %% ../../nbs/training/080_advantages.ipynb #bc3050e1
+_NO_SIGNAL = {'batches': 0}   # batches whose every group had zero reward variance, since the last reset
+
+def zero_variance_batches(reset:bool=False  # start counting again (the trainer does at the start of each `fit`)
+                         ) -> int:          # how many batches carried no learning signal since the last reset
+    "Batches of `group_advantages` whose every group had zero reward variance (its warning is said once, then counted)."
+    n = _NO_SIGNAL['batches']
+    if reset: _NO_SIGNAL['batches'] = 0
+    return n
+
 def group_advantages(steps:Iterable,                # trace steps (a `Trace` or a list of `Step`s)
                      key:Callable,                  # step -> hashable group key (`grpo_key`, `at_grpo_key`)
                      normalize_std:bool=True,       # divide by the group's std (+eps), or only subtract the mean
@@ -185,8 +194,10 @@ def group_advantages(steps:Iterable,                # trace steps (a `Trace` or 
     _log.info("advantages: %d steps in %d groups (mean size %.2f), %d zero-variance, %d steps dropped, %d infra errors left out",
              s.steps, s.groups, s.mean_group_size, s.zero_variance_groups, s.dropped_steps, s.infra_steps)
     if groups and s.zero_variance_groups == s.groups:
-        _log.warning("every one of the %d advantage groups has zero reward variance: this batch carries no learning "
-                     "signal; %s", s.groups, zero_variance_advice(s))
+        _NO_SIGNAL['batches'] += 1
+        say = _log.warning if _NO_SIGNAL['batches'] == 1 else _log.debug   # said once; counted after that
+        say("every one of the %d advantage groups has zero reward variance: this batch carries no learning "
+            "signal; %s (said once: `zero_variance_batches()` counts such batches)", s.groups, zero_variance_advice(s))
     return adv
 
 # %% ../../nbs/training/080_advantages.ipynb #42a87397

@@ -7,18 +7,21 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/training/trainer.html.md""
 # %% ../../nbs/training/084_trainer.ipynb #cf33f5e6
 from __future__ import annotations
 import json, logging, math, os, pickle, random, shutil, tempfile, time
+import yaml
 from dataclasses import dataclass, field
+from omegaconf import OmegaConf
 from pathlib import Path
 from ..core.config import (Config, load_config, agent_roles, agent_config, agent_policies, env_kwargs,
                                         agent_kwargs, validation_seeds, train_seeds)
 from ..core.registry import RegistryError, make_agent, make_worker, registry
 from ..engine.policies import ScriptedPolicy, run_sync
-from ..engine.rollout import arollout, renamed_kwarg
+from ..engine.rollout import arollout
+from ..core.names import renamed_kwarg
 from ..engine.trace import Trace
 from ..models.tiny import tiny_model, sft, save_tiny
 from ..sandbox.program import run_canaries
 from ..scale.cluster import make_run_worker
-from .advantages import ESTIMATORS
+from .advantages import ESTIMATORS, zero_variance_batches
 from .distributed import Distributed, rows_from_steps, update_unit
 from fastcore.basics import patch
 
@@ -27,7 +30,8 @@ _log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs', 'build_tiny_base', 'build_units',
            'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit', 'Trainer',
-           'InfraError', 'infra_summary', 'FitResult', 'new_figure', 'plot_metrics']
+           'InfraError', 'infra_summary', 'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult',
+           'new_figure', 'plot_metrics']
 
 # %% ../../nbs/training/084_trainer.ipynb #97c12dbf
 @dataclass
@@ -82,7 +86,9 @@ def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, see
         pairs += [(s.prompt, s.completion) for s in _in_play_order(tr)]
     return pairs
 
-def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=None, worker=None) -> Path:
+def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=None, worker=None,
+                    progress:bool=False   # a bar over the warm start's supervised steps
+                   ) -> Path:
     "Build a tiny model, warm-start it on demonstrations of `systems` (`training.warmstart_*`), save it to `path`."
     t = cfg.training
     seed = t.seed if seed is None else seed
@@ -90,18 +96,20 @@ def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=
     steps = t.warmstart_steps if steps is None else steps
     if steps:
         pairs = warm_start_pairs(cfg, systems, p_oracle=t.warmstart_p_oracle, seed=seed, worker=worker)
-        losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed)
+        losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed, progress=progress)
         _log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
     return save_tiny(model, tok, path)
 
-def _model_path(cfg, path:str, out:Path, worker=None) -> str:
+def _model_path(cfg, path:str, out:Path, worker=None, progress:bool=False) -> str:
     if path != 'tiny': return path
     base = out / 'base'
-    if not (base / 'config.json').exists(): build_tiny_base(cfg, base, worker=worker)
+    if not (base / 'config.json').exists(): build_tiny_base(cfg, base, worker=worker, progress=progress)
     return str(base)
 
 # %% ../../nbs/training/084_trainer.ipynb #433450cf
-def build_units(cfg, out:Path, worker=None) -> tuple[list, dict]:
+def build_units(cfg, out:Path, worker=None,
+                progress:bool=False   # a bar over a tiny model's warm start, when one is built
+               ) -> tuple[list, dict]:
     "Create the policies and trained units for `cfg`; returns `(units, {role: policy})`."
     from pettingllms_nb.models.hf import HFPolicy, lora_config   # optional: raises ImportError without torch and transformers
     t, spec, roles = cfg.training, cfg.specialization, agent_roles(cfg)
@@ -111,7 +119,7 @@ def build_units(cfg, out:Path, worker=None) -> tuple[list, dict]:
     models = {}
     def policy_for(model_name):
         if model_name not in models:
-            path = _model_path(cfg, ap[next(r for r in roles if ap[r]['model'] == model_name)]['path'], out, worker)
+            path = _model_path(cfg, ap[next(r for r in roles if ap[r]['model'] == model_name)]['path'], out, worker, progress)
             models[model_name] = HFPolicy(path, **pol_kw)
         return models[model_name]
     units, by_role = [], {}
@@ -223,7 +231,8 @@ class Trainer:
         torch.manual_seed(t.seed)
         self.worker = worker if worker is not None else _run_worker(self.cfg)   # resource.worker: sandbox or ray
         if cache_programs: self.worker = CachingWorker(self.worker)
-        self.units, self.policies = build_units(self.cfg, self.out, worker=self.worker)   # the warm start runs programs in it
+        self.units, self.policies = build_units(self.cfg, self.out, worker=self.worker,   # the warm start runs programs in it
+                                                progress=self.progress)
         for u in self.units: make_optimizer(u, self.cfg)
         self.rng, self.step, self.history = random.Random(t.seed), 0, []
         self.dist = None   # a `Distributed` rank once `distribute` is called; None: one process
@@ -434,6 +443,37 @@ def resume(self:Trainer) -> Path|None:
     self._trim_metrics(self.step if path is not None else None)
     return path
 
+# %% ../../nbs/training/084_trainer.ipynb #ca067360
+def run_leftovers(cfg,           # the run's config (a `Config`)
+                  out_dir=None   # the run folder (default: `training.output_dir`)
+                 ) -> list:      # what an earlier run left there, relative to it (empty: nothing)
+    "The metrics log and checkpoints an earlier run left in the run folder."
+    t = cfg.training
+    out = Path(out_dir or t.output_dir)
+    found = [out / 'metrics.jsonl'] + sorted((out / t.model_checkpoints_dir).glob('step_*'))
+    return [str(p.relative_to(out)) for p in found if p.exists()]
+
+def clear_run(cfg, out_dir=None) -> list:
+    "Remove what `run_leftovers` finds (and the checkpoints' `latest`), for a fresh start; returns what went."
+    t, gone = cfg.training, run_leftovers(cfg, out_dir)
+    out = Path(out_dir or t.output_dir)
+    for name in gone + [f"{t.model_checkpoints_dir}/latest"]:
+        p = out / name
+        if p.is_dir(): shutil.rmtree(p)
+        else: p.unlink(missing_ok=True)
+    return gone
+
+def checkpoint_mismatch(path,   # a checkpoint folder written by `save_checkpoint`
+                        cfg     # the config asked for
+                       ) -> list:   # one line per difference in environment or roles (empty: it fits)
+    "How the run that wrote checkpoint `path` differs from `cfg` in its environment or its roles."
+    saved = yaml.safe_load((Path(path) / 'config.yaml').read_text())
+    was = lambda k: OmegaConf.select(OmegaConf.create(saved), k)
+    keys = ('env.name', 'env.source', 'multi_agent_interaction.turn_order')
+    return [f"{k}: the checkpoint was trained with {was(k)!r}, the config asks for {cfg.select(k)!r}"
+            for k in keys if was(k) != cfg.select(k) and not (k == 'multi_agent_interaction.turn_order'
+                                                              and list(was(k) or []) == list(cfg.select(k) or []))]
+
 # %% ../../nbs/training/084_trainer.ipynb #04ebff95
 @patch
 def _write_metrics(self:Trainer, m:dict):
@@ -496,7 +536,8 @@ def fit(self:Trainer,
     end = t.total_training_steps if steps is None else min(t.total_training_steps, self.step + steps)
     if self.step == 0 and not self.history and t.val_freq:
         self._write_metrics({'step': 0, **self.evaluate()})
-    bar = None
+    bar, ran = None, self.step
+    zero_variance_batches(reset=True)   # the no-signal warning is said once per run; its count is reported at the end
     if self.progress and (self.dist is None or self.dist.is_main):   # one bar, not one per rank
         from tqdm.auto import tqdm
         bar = tqdm(total=end, initial=self.step, desc=f"train {self.cfg.training.experiment_name}", unit="step")
@@ -510,6 +551,9 @@ def fit(self:Trainer,
             bar.set_postfix({k.split('/')[0][:5]: round(m[k], 3) for k in ('train/success_rate', 'val/success_rate') if k in m})
         if callback is not None: callback(self, m)
     if bar is not None: bar.close()
+    if n := zero_variance_batches():
+        _log.warning("%d of %d training steps had zero reward variance in every group (no learning signal; the advice "
+                     "was said once, above)", n, self.step - ran)
     latest = self.ckpt_dir / 'latest'
     return FitResult(self.history, self.out, self.ckpt_dir / latest.read_text().strip() if latest.exists() else None)
 
