@@ -61,7 +61,7 @@ def _cmd_config(args):
 def scripted_policy(cfg, name:str):
     "The model-free policy `name` for `cfg`'s environment: one it registered, else one of the demo's systems."
     from pettingllms_nb.core.registry import registry, RegistryError, UnavailableError
-    from pettingllms_nb.core.params import did_you_mean
+    from pettingllms_nb.core.names import did_you_mean
     env = cfg.env.name
     try: return registry.scripted(env, name)
     except UnavailableError: raise

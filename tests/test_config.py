@@ -429,3 +429,14 @@ def test_the_old_keys_that_chose_problems_still_read_and_warn():
     assert env_kwargs(old) == env_kwargs(new) == {'max_turns': 4, 'benchmark': 'sudoku', 'size': 4}
     with pytest.warns(DeprecationWarning, match=r"env.dataset is deprecated; use env.source \(with env.split\): remove it"):
         load_config('code_env', ['env.dataset=humaneval'])
+
+
+def test_core_config_keeps_its_star_import_surface():
+    "`from pettingllms_nb.core.config import *` gives what it gave before the split (and check_source, with a warning)."
+    import warnings
+    ns = {}
+    exec('from pettingllms_nb.core.config import *', ns)
+    assert {'ConfigError', 'merge_config', 'check_config', 'env_kwargs', 'RunConfig', 'WORKERS', 'VAL_SEED_BASE', 'load_config'} <= set(ns)
+    from pettingllms_nb.core import config
+    from pettingllms_nb.data.sources import check_source
+    with pytest.warns(DeprecationWarning, match='check_source is deprecated'): assert config.check_source is check_source

@@ -782,3 +782,12 @@ def test_builtins_register_everything_in_a_fresh_interpreter():
     assert (env_module, oracle_module, random_name) == ('pettingllms_nb.envs.stateful.env', 'pettingllms_nb.envs.stateful.oracle',
                                                         'random_policy')
     assert set(AGENTS) <= set(agents)
+
+
+def test_sokoban_old_and_new_names_together_and_empty_old_keys():
+    "Both spellings of the move cap at once is refused, even at the default value; an old key holding None sets nothing."
+    import random
+    from pettingllms_nb.envs.stateful.games.sokoban import generate_sokoban, SokobanState
+    with pytest.raises(TypeError, match='pass max_moves= only'): generate_sokoban(random.Random(0), max_moves=50, max_steps=40)
+    assert generate_sokoban(random.Random(0)).max_moves == 50
+    assert SokobanState(steps=None).moves_used == 0 and SokobanState.from_dict({**SokobanState().to_dict(), 'max_moves': 9}).max_moves == 9

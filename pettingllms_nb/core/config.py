@@ -6,7 +6,13 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/config.html.md"""
 
 # %% auto #0
 __all__ = ['PRESETS_DIR', 'list_presets', 'preset_path', 'preset_description', 'describe_presets', 'yaml_error', 'read_yaml',
-           'parse_overrides', 'Config', 'load_config']
+           'parse_overrides', 'Config', 'load_config', 'LR_SCHEDULES', 'LOGGERS', 'SPECIALIZATIONS', 'SYNONYMS',
+           'REFERENCE_ONLY', 'WORKERS', 'ENV_ARGS', 'VAL_SEED_BASE', 'DEMO_SEED_BASE', 'EVAL_SEED_BASE',
+           'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig', 'AgentPolicyConfigs',
+           'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys', 'unknown_keys',
+           'merge_config', 'check_resource', 'check_values', 'check_agents', 'check_models', 'check_registry',
+           'check_params', 'check_config', 'agent_roles', 'agent_config', 'env_kwargs', 'agent_kwargs',
+           'agent_policies', 'train_seeds', 'validation_seeds']
 
 # %% ../../nbs/core/022_config.ipynb #1319fde6
 import logging, warnings
@@ -28,6 +34,12 @@ _log = logging.getLogger(__name__)
 # %% ../../nbs/core/022_config.ipynb #0e834e50
 _MOVED_CHOICES = {'ALGORITHMS': 'training.algorithm', 'ROLLOUT_MODES': 'training.rollout_mode',
                   'BRANCH_SELECTS': 'training.branch_select'}   # old constant -> the key whose allowed values it held
+_all_ = ['LR_SCHEDULES', 'LOGGERS', 'SPECIALIZATIONS', 'SYNONYMS', 'REFERENCE_ONLY', 'WORKERS', 'ENV_ARGS', 'VAL_SEED_BASE',
+         'DEMO_SEED_BASE', 'EVAL_SEED_BASE', 'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig',
+         'AgentPolicyConfigs', 'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys',
+         'unknown_keys', 'merge_config', 'check_resource', 'check_values', 'check_agents', 'check_models', 'check_registry',
+         'check_params', 'check_config', 'agent_roles', 'agent_config', 'env_kwargs', 'agent_kwargs', 'agent_policies',
+         'train_seeds', 'validation_seeds']   # what `from pettingllms_nb.core.config import *` gave before the split
 
 def __getattr__(name):
     "The old constants, read from the rules their owners registered (with a `DeprecationWarning`)."
@@ -36,6 +48,10 @@ def __getattr__(name):
         warnings.warn(f"pettingllms_nb.core.config.{name} is deprecated: the layer that owns the values registers them; "
                       f"use registered_checks()[{key!r}].allowed", DeprecationWarning, stacklevel=2)
         return global_registry.get('check', key).allowed
+    if name == 'check_source':   # now `data.sources.check_source`, registered by the data layer as the rule 'env.source'
+        warnings.warn("pettingllms_nb.core.config.check_source is deprecated: use pettingllms_nb.data.sources.check_source",
+                      DeprecationWarning, stacklevel=2)
+        return global_registry.get('check', 'env.source')
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../../nbs/core/022_config.ipynb #695fc95b

@@ -467,12 +467,13 @@ def checkpoint_mismatch(path,   # a checkpoint folder written by `save_checkpoin
                         cfg     # the config asked for
                        ) -> list:   # one line per difference in environment or roles (empty: it fits)
     "How the run that wrote checkpoint `path` differs from `cfg` in its environment or its roles."
-    saved = yaml.safe_load((Path(path) / 'config.yaml').read_text())
-    was = lambda k: OmegaConf.select(OmegaConf.create(saved), k)
-    keys = ('env.name', 'env.source', 'multi_agent_interaction.turn_order')
-    return [f"{k}: the checkpoint was trained with {was(k)!r}, the config asks for {cfg.select(k)!r}"
-            for k in keys if was(k) != cfg.select(k) and not (k == 'multi_agent_interaction.turn_order'
-                                                              and list(was(k) or []) == list(cfg.select(k) or []))]
+    saved = OmegaConf.create(yaml.safe_load((Path(path) / 'config.yaml').read_text()))
+    problems = lambda get: get('env.source') or get('env.benchmark') or get('env.dataset')   # before env.source: the old keys
+    pick = {'env.name': lambda get: get('env.name'), 'env.source': problems,
+            'multi_agent_interaction.turn_order': lambda get: list(get('multi_agent_interaction.turn_order') or [])}
+    was, now = (lambda k: OmegaConf.select(saved, k)), cfg.select
+    return [f"{k}: the checkpoint was trained with {f(was)!r}, the config asks for {f(now)!r}"
+            for k, f in pick.items() if f(was) != f(now)]
 
 # %% ../../nbs/training/084_trainer.ipynb #04ebff95
 @patch

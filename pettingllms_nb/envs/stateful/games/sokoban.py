@@ -27,6 +27,7 @@ def _new_names(where:str, kw:dict) -> dict:
     "`kw` with the old field names renamed, each with a `DeprecationWarning` naming the new one."
     kw = dict(kw)
     for old, new in _RENAMED.items():
+        if old in kw and kw[old] is None: kw.pop(old)   # an old key holding nothing sets nothing
         if old in kw: kw[new] = renamed_kwarg(where, new, kw.get(new), old, kw.pop(old), stacklevel=4)
     return kw
 
@@ -263,14 +264,15 @@ def _check_sokoban(size, num_boxes, max_moves, wall_density, min_moves):
 def generate_sokoban(rng:random.Random,          # all the randomness
                      size:int=6,                   # board side, 5..10
                      num_boxes:int=1,              # boxes (and as many goals)
-                     max_moves:int=50,             # the move cap; the solution must fit in it
+                     max_moves:int|None=None,      # the move cap; the solution must fit in it (None: 50)
                      wall_density:float=0.1,       # share of inner cells that are walls, 0..0.5
                      min_moves:int=4,              # fewest moves of the solution
                      max_tries:int=2000,           # random levels tried before giving up
                      max_steps:int|None=None       # deprecated name of `max_moves`
                     ) -> SokobanState:
     "A random `size`×`size` level with `num_boxes` boxes that `solve_sokoban` solves within `max_moves` moves."
-    max_moves = renamed_kwarg('generate_sokoban', 'max_moves', max_moves, 'max_steps', max_steps, default=50)
+    max_moves = renamed_kwarg('generate_sokoban', 'max_moves', max_moves, 'max_steps', max_steps)
+    max_moves = 50 if max_moves is None else max_moves
     _check_sokoban(size, num_boxes, max_moves, wall_density, min_moves)
     border = [[r, c] for r in range(size) for c in range(size) if r in (0, size - 1) or c in (0, size - 1)]
     inner = [[r, c] for r in range(1, size - 1) for c in range(1, size - 1)]
