@@ -141,8 +141,10 @@ def _cmd_retrieval_server(args):
     return 0
 
 def _cmd_demo(args):
-    from pettingllms_nb.demo import run_demo, DEMO_GAMES
-    bad = ([f"--game {args.game!r}: allowed: {sorted(DEMO_GAMES)}"] if args.game not in DEMO_GAMES else []) + \
+    from pettingllms_nb.demo import run_demo, DEMO_GAMES, DEMO_ALIASES
+    known = args.game in DEMO_GAMES or args.game in DEMO_ALIASES
+    bad = ([f"--game {args.game!r}: allowed: {sorted(DEMO_GAMES)}, or an environment's name {sorted(DEMO_ALIASES)}"]
+           if not known else []) + \
           [f"--{k} {v}: expected an integer >= 1" for k, v in (('seeds', args.seeds), ('episodes', args.episodes)) if v < 1]
     if bad:
         print("pettingllms-nb demo: " + "; ".join(bad), file=sys.stderr)
@@ -272,10 +274,11 @@ def _add_service_parsers(sub):
     s = sub.add_parser("demo", help="the CPU demo: success rates per game, a table and a plot")
     s.add_argument("--out", default=None, help="output folder (default: outputs/demo, or outputs/demo_GAME)")
     s.add_argument("--game", default="plan_path",
-                   help="the game the rows train on: plan_path (compact) or plan_path_tool (with board tools)")
+                   help="what the rows train on: plan_path (compact), plan_path_tool (with board tools), sudoku, sokoban, "
+                        "search, alfworld, web, math, code (or an environment's name: search_env, ...)")
     s.add_argument("--seeds", type=int, default=1, help="training seeds per row: the table gives mean and 95%% interval")
     s.add_argument("--episodes", type=int, default=100, help="held-out episodes every row is scored on")
-    s.add_argument("--steps", type=int, default=80, help="training steps per trained row")
+    s.add_argument("--steps", type=int, default=None, help="training steps per trained row (default: the game's, 80 for most)")
     s.add_argument("--workers", type=int, default=None, help="processes for the training rows (default: one per core, at most 3)")
     s.add_argument("--no-anchors", action="store_true", help="skip the scripted anchors table")
     s.add_argument("--no-train", action="store_true", help="skip the training rows")

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json, logging, os, random, shutil, time
 from pathlib import Path
 from importlib.metadata import version as _dist_version, PackageNotFoundError
-from .core.config import agent_config, load_config, DEMO_SEED_BASE   # far from training and validation seeds
+from .core.config import agent_config, agent_roles, load_config, DEMO_SEED_BASE   # far from training and validation seeds
 from .data.preparation import write_atomic
+from .core.registry import registry
+from .engine.policies import ScriptedPolicy
 from .engine.rollout import rollout
 from .envs.stateful import game_from_prompt, oracle_policy, random_policy, respond, STATE_LABEL
 from .sandbox import _cores
@@ -22,9 +24,10 @@ except PackageNotFoundError: __version__ = 'unknown'
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_GAMES', 'GRPO', 'ROWS',
-           'COMPARISONS', 'SYSTEMS_TRAINED', 'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table',
-           'run_anchors', 'summarise', 'format_training_table', 'run_training', 'run_demo']
+__all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_GAMES', 'DEMO_ALIASES', 'GRPO',
+           'ROWS', 'COMPARISONS', 'SYSTEMS_TRAINED', 'STATEFUL_GAMES', 'heuristic_tool', 'adopting_planner',
+           'evaluate_system', 'format_table', 'run_anchors', 'demo_game', 'demo_systems', 'summarise',
+           'format_training_table', 'run_training', 'run_env_anchors', 'run_demo']
 
 # %% ../nbs/cli/200_demo.ipynb #6f08ad2f
 _PROGRAM_HEAD = "import json\nstate = json.loads(__STATE__)\n"
@@ -123,9 +126,9 @@ def evaluate_system(preset:str, system:str, seeds) -> dict:
             'mean_reward': {a: round(v['mean_reward'], 4) for a, v in sm['agents'].items()}}
 
 # %% ../nbs/cli/200_demo.ipynb #f99a3023
-def format_table(results:dict, systems) -> str:
-    "Markdown table: one row per game, one column per system (success rate in %)."
-    head = "| game | " + " | ".join(systems) + " |\n|---|" + "---:|" * len(systems)
+def format_table(results:dict, systems, label:str='game') -> str:
+    "Markdown table: one row per game (or `label`), one column per system (success rate in %)."
+    head = f"| {label} | " + " | ".join(systems) + " |\n|---|" + "---:|" * len(systems)
     rows = [f"| {g} | " + " | ".join(f"{100 * r[s]['success_rate']:.1f}" for s in systems) + " |" for g, r in results.items()]
     return '\n'.join([head] + rows)
 
@@ -148,12 +151,29 @@ def run_anchors(out_dir="outputs/demo", seeds:int=100, quick:bool=False, games=N
     return summary
 
 # %% ../nbs/cli/200_demo.ipynb #1b6e682b
-DEMO_GAMES = {   # the games the demo trains on: a title and the presets of each system
+DEMO_GAMES = {   # the games the demo trains on: a title, the presets of each system, `steps` where not 80 (a
+                 # step of search, code or web costs 5-10 times one of the games: their K = 1 run stays near 15 minutes)
     'plan_path': dict(title='compact Plan-Path 4x4', single='tiny_plan_path_single', pair='tiny_plan_path',
                       lora='tiny_plan_path_lora'),
     'plan_path_tool': dict(title='Plan-Path 4x4 with board tools', single='tiny_plan_path_tool_single',
                            pair='tiny_plan_path_tool', lora='tiny_plan_path_tool_lora'),
+    'sudoku': dict(title='compact Sudoku 4x4', single='tiny_sudoku_single', pair='tiny_sudoku', lora='tiny_sudoku_lora'),
+    'sokoban': dict(title='compact Sokoban 5x5, one box', single='tiny_sokoban_single', pair='tiny_sokoban',
+                    lora='tiny_sokoban_lora'),
+    'search': dict(title='search_env: a generated encyclopedia of 16 people', single='tiny_search_single',
+                   pair='tiny_search', lora='tiny_search_lora', steps=20),
+    'alfworld': dict(title='alfworld_env: small generated rooms', single='tiny_alfworld_single', pair='tiny_alfworld',
+                     lora='tiny_alfworld_lora'),
+    'web': dict(title='web_env: a tiny generated shop in text mode', single='tiny_web_shop_single', pair='tiny_web_shop',
+                lora='tiny_web_shop_lora', steps=20),
+    'math': dict(title='math_env: generated word problems', single='tiny_math_single', pair='tiny_math',
+                 lora='tiny_math_lora'),
+    'code': dict(title='code_env: generated small functions', single='tiny_code_single', pair='tiny_code',
+                 lora='tiny_code_lora', steps=20),
 }
+DEMO_ALIASES = {'search_env': 'search', 'alfworld_env': 'alfworld', 'web_env': 'web', 'math_env': 'math',
+                'code_env': 'code', 'stateful_plan_path': 'plan_path', 'stateful_sudoku': 'sudoku',
+                'stateful_sokoban': 'sokoban'}   # `--game` also takes an environment's (or stateful game's) name
 GRPO = ['training.algorithm=grpo', 'training.rollout_mode=independent']   # one group per problem, as in GRPO
 ROWS = [('single agent', 'single', None),                                 # (name, system, training overrides)
         ('single agent + GRPO', 'single', GRPO),                          # None: the untrained base, scored only
@@ -169,9 +189,27 @@ COMPARISONS = [   # (what, row, minus row): paired differences in the summary
     ('GRPO over no training, single agent', 'single agent + GRPO', 'single agent'),
     ('two agents + AT-GRPO over single agent + GRPO', 'two-agent system + AT-GRPO (shared policy)',
      'single agent + GRPO')]
-SYSTEMS_TRAINED = [['stateful_single_agent'], ['tool_call_agent', 'plan_agent']]   # warm-start demonstrations of both
+SYSTEMS_TRAINED = [['stateful_single_agent'], ['tool_call_agent', 'plan_agent']]   # the stateful games' two systems
+
+def demo_game(game:str) -> str:
+    "The `DEMO_GAMES` key of `game` (a key, or an environment's name in `DEMO_ALIASES`); a clear error otherwise."
+    game = DEMO_ALIASES.get(game, game)
+    if game not in DEMO_GAMES:
+        raise ValueError(f"demo: game={game!r}; allowed: {sorted(DEMO_GAMES)} (or an environment's name: {sorted(DEMO_ALIASES)})")
+    return game
+
+def demo_systems(game:str) -> list:
+    "The roles of `game`'s single-agent and two-agent systems: the warm start demonstrates both on one base."
+    g = DEMO_GAMES[demo_game(game)]
+    return [agent_roles(load_config(g['single'])), agent_roles(load_config(g['pair']))]
+
 
 # %% ../nbs/cli/200_demo.ipynb #94af813a
+def _config_digest(preset:str, overrides:list) -> str:
+    "A digest of the fully merged config: a kept result is reused only if the preset's file has not changed since."
+    import hashlib
+    return hashlib.sha256(load_config(preset, overrides).to_yaml().encode()).hexdigest()[:16]
+
 def _job(kind:str, **fields) -> dict:
     "A job's description as JSON reads it back (lists, not tuples): what a kept result must match."
     return json.loads(json.dumps({'job': kind, 'version': __version__, **fields}))
@@ -191,13 +229,22 @@ def _keep(folder, job:dict, result):
     return result
 
 # %% ../nbs/cli/200_demo.ipynb #6cf1cbe4
-def _build_base(preset:str, overrides:list, path:str, threads:int=1) -> str:
-    "Warm-start a tiny base on demonstrations of both systems (`training.seed` of `overrides`); its directory."
-    job = _job('warm start', preset=preset, overrides=overrides, threads=threads)
+def _quiet_hub():
+    "In a job: transformers' and the hub's own bars off (loading and saving a tiny model); the demo's bars count the jobs."
+    os.environ['HF_HUB_DISABLE_PROGRESS_BARS'] = '1'
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()
+
+def _build_base(preset:str, overrides:list, path:str, threads:int=1, systems=None) -> str:
+    "Warm-start a tiny base on demonstrations of both `systems` (`training.seed` of `overrides`); its directory."
+    systems = systems or SYSTEMS_TRAINED
+    job = _job('warm start', preset=preset, overrides=overrides, threads=threads, systems=systems,
+               config=_config_digest(preset, overrides))
     if _kept(path, job) is not None: return path   # where it is now (the folder may have moved since)
     import torch
     torch.set_num_threads(threads)   # as every job: the same kernels whichever process runs it
-    return _keep(path, job, str(build_tiny_base(load_config(preset, overrides), path, systems=SYSTEMS_TRAINED)))
+    _quiet_hub()
+    return _keep(path, job, str(build_tiny_base(load_config(preset, overrides), path, systems=systems)))
 
 def _score(trainer, seeds:list) -> tuple:
     "Greedy metrics on `seeds` and each seed's success (the mean over its episodes), in the order of `seeds`."
@@ -213,10 +260,11 @@ def _run_row(name:str, seed:int, preset:str, train, overrides:list, out_dir:str,
              progress:bool=False, threads:int=1) -> dict:
     "Train one row for one seed (unless `train` is None) and score it on `test_seeds`. Runs in a worker process."
     job = _job('row', name=name, seed=seed, preset=preset, train=train, overrides=overrides, test_seeds=test_seeds,
-               threads=threads)
+               threads=threads, config=_config_digest(preset, overrides + (train or [])))
     if (kept := _kept(out_dir, job)) is not None: return {**kept, 'kept': True}
     import torch
     torch.set_num_threads(threads)
+    _quiet_hub()
     t0 = time.perf_counter()
     tr = Trainer(preset, overrides + (train or []), out_dir=out_dir, progress=progress)
     curve = list(tr.fit()) if train is not None else None
@@ -320,28 +368,31 @@ def _plot_curves(results:list, summary:dict, path):
     return fig
 
 # %% ../nbs/cli/200_demo.ipynb #e93e0bd9
-def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100, seeds:int=1, steps:int=80,
+def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100, seeds:int=1,
+                 steps:int|None=None,  # training steps of every trained row (default: the game's `steps`, else 80)
                  quick:bool=False, threads:int=1,
                  workers:int|None=None,  # processes for the jobs; default: one per core, at most 3
                  n_boot:int=10_000,
                  fresh:bool=False) -> dict:  # run every job again, even those a previous run kept in `out_dir`
     "Train and score every row of `game` with `seeds` training seeds; write summary.json, table.md, curves.png."
-    if game not in DEMO_GAMES: raise ValueError(f"run_training: game={game!r}; allowed: {sorted(DEMO_GAMES)}")
+    game = demo_game(game)
     if not isinstance(seeds, int) or seeds < 1: raise ValueError(f"run_training: seeds={seeds!r}; expected >= 1")
     out, presets, t0 = Path(out_dir), DEMO_GAMES[game], time.perf_counter()
     if fresh:
         for sub in ('base', 'runs'): shutil.rmtree(out / sub, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
+    steps = presets.get('steps', 80) if steps is None else steps
     if quick: episodes, steps = 8, 2
     workers, seed_list = workers or min(3, _cores()), list(range(seeds))
     test_seeds = list(range(DEMO_SEED_BASE, DEMO_SEED_BASE + episodes))
     small = ['training.train_batch_size=4', 'training.train_sample_num=2', 'training.val_size=4',
-             'training.warmstart_steps=100'] if quick else []
-    common = [f'training.total_training_steps={steps}', f'training.val_freq={max(1, steps // 4)}'] + small
+             'training.warmstart_steps=100', 'training.warmstart_problems=64'] if quick else []
+    common = [f'training.total_training_steps={steps}', f'training.val_freq={steps if quick else max(1, steps // 4)}'] + small
     load0 = os.getloadavg()
     t1 = time.perf_counter()
+    systems = demo_systems(game)
     bases = _run_jobs(_build_base, [(presets['pair'], common + [f'training.seed={s}'], str(out / 'base' / f"seed_{s}"),
-                                     threads) for s in seed_list], workers, "warm starts", not quick)
+                                     threads, systems) for s in seed_list], workers, "warm starts", not quick)
     t_bases = round(time.perf_counter() - t1, 1)
     jobs = [(name, s, presets[system], train, common + [f'training.seed={s}', f'base_models.policy_0.path={bases[s]}'],
              str(_rows_dir(out, name, s)), test_seeds, False, threads)
@@ -368,14 +419,38 @@ def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100,
     return summary
 
 # %% ../nbs/cli/200_demo.ipynb #512873d6
-def run_demo(out_dir=None, episodes:int=100, quick:bool=False, steps:int=80, anchors:bool=True, train:bool=True,
-             workers:int|None=None, seeds:int=1, game:str='plan_path', fresh:bool=False) -> dict:
-    "The README's main job: anchors for every game, then GRPO / AT-GRPO training of a tiny model; returns the summary."
+STATEFUL_GAMES = ('plan_path', 'plan_path_tool', 'sudoku', 'sokoban')   # their anchors: every game's scripted systems
+
+def run_env_anchors(out_dir, game:str, seeds:int=100, quick:bool=False) -> dict:
+    "The registered oracle and random policy of `game`'s environment, in its single-agent and two-agent systems."
+    g, n = DEMO_GAMES[demo_game(game)], 5 if quick else seeds
+    seed_list = list(range(DEMO_SEED_BASE, DEMO_SEED_BASE + n))
+    results = {}
+    for system in ('single', 'pair'):
+        cfg = load_config(g[system])
+        for name in ('oracle', 'random'):
+            tr = rollout(cfg, ScriptedPolicy(registry.scripted(cfg.env.name, name)), seeds=seed_list)
+            results.setdefault(f"{g[system]} ({', '.join(agent_roles(cfg))})", {})[name] = {
+                'success_rate': tr.success_rate(), 'episodes': len(tr.episodes)}
+    table = format_table(results, ['oracle', 'random'], label='system')
+    summary = {'seeds': n, 'seed_range': [seed_list[0], seed_list[-1]], 'results': results, 'table': table}
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    (out / 'anchors.json').write_text(json.dumps(summary, indent=2))
+    (out / 'anchors.md').write_text(table + '\n')
+    print(f"Anchors of {g['title']}, success rate (%) over {n} held-out seeds:\n\n{table}\n")
+    return summary
+
+def run_demo(out_dir=None, episodes:int=100, quick:bool=False, steps:int|None=None, anchors:bool=True,
+             train:bool=True, workers:int|None=None, seeds:int=1, game:str='plan_path', fresh:bool=False) -> dict:
+    "The README's main job: anchors (scripted systems), then GRPO / AT-GRPO training of a tiny model; returns the summary."
+    game = demo_game(game)
     out_dir = out_dir or ('outputs/demo' if game == 'plan_path' else f'outputs/demo_{game}')
     out = {}
-    if anchors: out['anchors'] = run_anchors(out_dir, seeds=episodes, quick=quick)
+    if anchors: out['anchors'] = (run_anchors(out_dir, seeds=episodes, quick=quick) if game in STATEFUL_GAMES
+                                  else run_env_anchors(out_dir, game, seeds=episodes, quick=quick))
     if train: out['training'] = run_training(out_dir, game=game, episodes=episodes, seeds=seeds, steps=steps,
                                              quick=quick, workers=workers, fresh=fresh)
     files = ['anchors.json', 'anchors.md'] * anchors + ['summary.json', 'table.md', 'curves.png', 'timing.json'] * train
     print(f"Saved to {Path(out_dir).resolve()}: {', '.join(files)}")
     return out
+

@@ -1,6 +1,7 @@
 """One GPU, under ten minutes, no hub: vLLM with two LoRA adapters against one base (tokens/s and their ratio), an
 HF+PEFT training step per adapter, the vLLM/HF adapter parity check, and a short Trainer run, on a model built
-locally at realistic size from Qwen3-0.6B's config (random weights). Writes its figures to a JSON file.
+locally at realistic size from Qwen3-0.6B's config (random weights); then one training step of every environment's
+tiny preset on CUDA (and a vLLM rollout of it where vLLM is installed). Writes its figures to a JSON file.
 
 Run it as `bash scripts/gpu-check.sh [--out FILE] [--sections a,b] [--max-seconds N]`; it refuses when no CUDA GPU
 is visible. A section that fails records its error and the others still run."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse, difflib, json, os, platform, sys, tempfile, time, traceback
 from pathlib import Path
 
-SECTIONS = ('build', 'train_step', 'vllm', 'parity', 'trainer')
+SECTIONS = ('build', 'train_step', 'vllm', 'parity', 'trainer', 'envs')
 ADAPTERS = ('planner', 'executor')
 # Qwen3-0.6B's published architecture (its config.json), so the check runs at the size users train.
 QWEN3_0_6B = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
@@ -200,7 +201,42 @@ def trainer(ctx):
     return {'steps': tr.step, 'seconds': round(dt, 2), 'seconds_per_step': round(dt / max(1, tr.step), 2),
             'last': {k: v for k, v in last.items() if isinstance(v, (int, float))}}
 
-RUNNERS = {'build': build, 'train_step': train_step, 'vllm': vllm, 'parity': parity, 'trainer': trainer}
+def env_overrides(out_dir) -> list:
+    "One CUDA training step of a tiny_* preset: a short warm start, two problems, no validation or checkpoint."
+    return ['training.device=cuda', 'training.total_training_steps=1', 'training.warmstart_steps=20',
+            'training.warmstart_problems=16', 'training.train_batch_size=2', 'training.train_sample_num=2',
+            'training.val_freq=0', 'training.save_freq=0', f'training.output_dir={out_dir}']
+
+
+def envs(ctx):
+    "Every demo game's two-agent preset: one AT-GRPO step of the tiny model on CUDA, and a vLLM rollout where installed."
+    import importlib.util
+    from pettingllms_nb.demo import DEMO_GAMES
+    from pettingllms_nb.training.trainer import Trainer
+    out, has_vllm = {}, importlib.util.find_spec('vllm') is not None
+    for game, g in DEMO_GAMES.items():
+        t, res = time.perf_counter(), {}
+        try:
+            tr = Trainer(g['pair'], env_overrides(ctx['work'] / 'envs' / game), progress=False)
+            last = tr.fit()[-1]
+            res = {'ok': True, 'train_seconds': round(time.perf_counter() - t, 2),
+                   'train_success_rate': last.get('train/success_rate')}
+            if has_vllm:
+                from pettingllms_nb.engine.rollout import rollout
+                from pettingllms_nb.models.vllm import VLLMPolicy
+                t1 = time.perf_counter()
+                pol = VLLMPolicy(str(tr.out / 'base'), enable_lora=False, max_tokens=32, gpu_memory_utilization=0.2,
+                                 max_model_len=1024)
+                trace = rollout(tr.cfg, pol, seeds=range(4))
+                res.update(vllm_episodes=len(trace.episodes), vllm_seconds=round(time.perf_counter() - t1, 2))
+                del pol
+        except Exception as e: res = {'ok': False, 'error': f"{type(e).__name__}: {e}"}
+        out[game] = res
+    bad = [g for g, r in out.items() if not r['ok']]
+    if bad: raise RuntimeError(f"envs failed: {bad}: " + '; '.join(out[g]['error'] for g in bad))
+    return {'games': out, 'vllm': has_vllm}
+
+RUNNERS = {'build': build, 'train_step': train_step, 'vllm': vllm, 'parity': parity, 'trainer': trainer, 'envs': envs}
 
 
 def run(args, gpu:dict) -> dict:

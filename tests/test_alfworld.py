@@ -13,16 +13,17 @@ from pettingllms_nb.core.registry import BUILTINS, Registry, registry
 from pettingllms_nb.engine.check_env import GARBAGE, check_env
 from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.training.advantages import at_grpo, grpo
-from pettingllms_nb.envs.alfworld.agents import AlfworldExecutor, AlfworldPlanner, parse_action
+from pettingllms_nb.envs.alfworld.agents import AlfworldExecutor, AlfworldPlanner, parse_action, parse_compact
 from pettingllms_nb.envs.alfworld.data import (OBJECTS, TASK_TYPES, TOOLS, generate_solvable, load_alfworld, make_textworld_game,
                                                milestones, progress, write_alfworld_layout)
 from pettingllms_nb.envs.alfworld.engine import INVALID_FEEDBACK, AlfredEngine, SimulatorError
 from pettingllms_nb.envs.alfworld.env import WALKTHROUGHS, AlfworldEnv
+from pettingllms_nb.envs.alfworld.prompts import commands_in, read_compact
 
 ROOT = Path(__file__).resolve().parents[1]
 ORACLE, RANDOM = registry.scripted('alfworld_env', 'oracle'), registry.scripted('alfworld_env', 'random')
 PRESETS = ['alfworld', 'alfworld_single', 'gpu_alfworld_qwen3_1.7b_lora', 'gpu_alfworld_real_qwen3_1.7b_lora',
-           'tiny_alfworld', 'tiny_alfworld_single']
+           'tiny_alfworld', 'tiny_alfworld_lora', 'tiny_alfworld_single']
 
 
 # -- generated tasks ---------------------------------------------------------------------------
@@ -303,6 +304,60 @@ def test_parse_action_is_total():
     for _ in range(300):
         s = ''.join(rng.choice('Action: \n\t`"\'.#*abc1\x00\u2028') for _ in range(rng.randint(0, 80)))
         try: parse_action(s)
+        except Exception as e: assert type(e).__name__ == 'FormatError'
+
+
+# -- the compact style (tiny models) -----------------------------------------------------------
+
+def _tiny_rollout(preset, policy, seeds):
+    cfg = load_config(preset)
+    kw = env_kwargs(cfg)
+    return rollout('alfworld_env', policy, seeds=seeds, turn_order=list(cfg.multi_agent_interaction.turn_order), **kw)
+
+
+@pytest.mark.parametrize('preset', ['tiny_alfworld', 'tiny_alfworld_single'])
+def test_compact_oracle_replies_are_short_and_read_off_the_prompt(preset):
+    "Every compact oracle reply is one short command that its prompt lists: a model that imitates it can succeed."
+    t = _tiny_rollout(preset, ORACLE, range(VAL_SEED_BASE, VAL_SEED_BASE + 6))
+    assert t.success_rate() == 1.0
+    for s in t:
+        text = s.prompt['text']
+        assert len(s.completion) <= 30 and s.completion in commands_in(text), (text, s.completion)
+        assert len(text) <= 400 and s.format_error is None
+        if s.role == 'alfworld_executor': assert s.completion == read_compact(text)['plan']   # it plays the subgoal
+    from pettingllms_nb.engine.policies import Request
+    req = next(s for s in t if s.turn_idx == 2)    # the compact oracle answers from the prompt alone, no walkthrough:
+    assert ORACLE(Request(req.role, req.prompt, problem_uid='no such problem')) == req.completion
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('preset', ['tiny_alfworld', 'tiny_alfworld_single'])
+def test_tiny_presets_oracle_wins_and_random_rarely(preset):
+    seeds = range(VAL_SEED_BASE, VAL_SEED_BASE + 24)
+    oracle, rand = _tiny_rollout(preset, ORACLE, seeds), _tiny_rollout(preset, RANDOM, seeds)
+    assert oracle.success_rate() == 1.0
+    assert {s.state_after['task_type'] for s in oracle} == set(TASK_TYPES.values())
+    assert rand.success_rate() <= 0.2, rand.success_rate()
+
+
+def test_compact_replies_play_their_command():
+    "A short command plays the admissible one it stands for; a full one works too; garbage is a format error."
+    env = AlfworldEnv(prompt_style='compact', size=3, task_types=[1]); env.reset(11)
+    ex = AlfworldExecutor()
+    first = WALKTHROUGHS[env.problem_uid][:2]                # go to the object's receptacle, take it (in full)
+    for reply in (first[0], ' '.join(first[1].split(' ')[:3]), 'Action: look'):
+        ex.update_from_env(env, env.turn); take_turn(ex, env, reply)
+    assert [h['command'] for h in env.state.history] == first
+    assert ex.format_error and env.state.invalid_actions == 0
+    ex.update_from_env(env, env.turn); take_turn(ex, env, 'go to the moon')
+    assert env.state.last_valid is False and env.state.invalid_actions == 1 and ex.reward_terms['invalid'] == -1.0
+
+
+def test_parse_compact_is_total():
+    rng = random.Random(0)
+    for _ in range(300):
+        s = ''.join(rng.choice('go totake 1\n\t.#abc\x00\u2028') for _ in range(rng.randint(0, 90)))
+        try: assert parse_compact(s).isprintable()
         except Exception as e: assert type(e).__name__ == 'FormatError'
 
 

@@ -15,13 +15,17 @@ PRESETS = ['gpu_plan_path_qwen3_1.7b', 'gpu_plan_path_qwen3_1.7b_lora', 'gpu_sok
            'stateful_plan_path', 'stateful_plan_path_lora', 'stateful_plan_path_single', 'stateful_sokoban',
            'stateful_sokoban_single', 'stateful_sudoku', 'stateful_sudoku_single',
            'tiny_plan_path', 'tiny_plan_path_lora', 'tiny_plan_path_single', 'tiny_plan_path_tool',
-           'tiny_plan_path_tool_lora', 'tiny_plan_path_tool_single', 'tiny_sokoban', 'tiny_sudoku']
-CODE_PRESETS = ['code_env', 'code_env_single', 'gpu_code_qwen3_1.7b_lora']   # checked in test_code_env.py
-SEARCH_PRESETS = ['gpu_search_qwen3_1.7b_lora', 'search_env', 'search_env_single', 'tiny_search']   # checked in test_search_env.py
+           'tiny_plan_path_tool_lora', 'tiny_plan_path_tool_single', 'tiny_sokoban', 'tiny_sokoban_lora',
+           'tiny_sokoban_single', 'tiny_sudoku', 'tiny_sudoku_lora', 'tiny_sudoku_single']
+MATH_PRESETS = ['tiny_math', 'tiny_math_lora', 'tiny_math_single']   # checked in test_math_generated.py
+CODE_PRESETS = ['code_env', 'code_env_single', 'gpu_code_qwen3_1.7b_lora', 'tiny_code', 'tiny_code_lora', 'tiny_code_single']   # checked in test_code_env.py
+SEARCH_PRESETS = ['gpu_search_qwen3_1.7b_lora', 'search_env', 'search_env_single', 'tiny_search', 'tiny_search_lora',
+                  'tiny_search_single']   # checked in test_search_env.py
 DATA_PRESETS = ['tiny_search_hotpotqa']   # presets that name a data source: checked in test_data_sources.py
 ALFWORLD_PRESETS = ['alfworld', 'alfworld_single', 'gpu_alfworld_qwen3_1.7b_lora', 'gpu_alfworld_real_qwen3_1.7b_lora',
-                    'tiny_alfworld', 'tiny_alfworld_single']   # checked in test_alfworld.py
-WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'web_miniwob', 'web_shop', 'web_shop_single']   # test_web.py
+                    'tiny_alfworld', 'tiny_alfworld_lora', 'tiny_alfworld_single']   # checked in test_alfworld.py
+WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'tiny_web_shop_lora', 'tiny_web_shop_single', 'web_miniwob',
+               'web_shop', 'web_shop_single']   # test_web.py
 
 
 class StandInEnv(Env):
@@ -52,7 +56,7 @@ def errors(reg, overrides, preset='stateful_plan_path'):
 # -- presets -----------------------------------------------------------------------------------
 
 def test_list_presets():
-    assert list_presets() == sorted(PRESETS + CODE_PRESETS + SEARCH_PRESETS + ALFWORLD_PRESETS + WEB_PRESETS + DATA_PRESETS)
+    assert list_presets() == sorted(PRESETS + MATH_PRESETS + CODE_PRESETS + SEARCH_PRESETS + ALFWORLD_PRESETS + WEB_PRESETS + DATA_PRESETS)
 
 
 @pytest.mark.parametrize('name', PRESETS)
@@ -337,7 +341,7 @@ CATALOGUE = [
     ('tiny_plan_path', ['agent_policy_configs.agent_configs.agent_1.kwargs.time_limit=-1'],
      'agent_policy_configs.agent_configs.agent_1.kwargs.time_limit=-1', 'allowed values are numbers > 0 and <= 600'),
     ('code_env', ['env.kwargs.time_limit=-2.5'], 'env.kwargs.time_limit=-2.5', 'allowed values are numbers > 0 and <= 600'),
-    ('tiny_sokoban', ['env.kwargs.num_boxes=9'], 'env.kwargs.num_boxes=9', 'expected an integer in [1, 4] for size 6'),
+    ('tiny_sokoban', ['env.kwargs.num_boxes=9'], 'env.kwargs.num_boxes=9', 'expected an integer in [1, 2] for size 5'),
     ('tiny_sudoku', ['env.kwargs.num_boxes=2'], 'env.kwargs.num_boxes=2', "not a parameter of the sudoku game; allowed parameters are ['max_holes', 'size']"),
     ('tiny_plan_path', ['env.kwargs.prompt_style=tiny'], "env.kwargs.prompt_style='tiny'", "allowed values are ['full', 'compact']"),
     ('tiny_search', ['env.kwargs.topk=0'], 'env.kwargs.topk=0', 'allowed values are integers >= 1 and <= 20'),

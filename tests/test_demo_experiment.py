@@ -160,11 +160,20 @@ def test_a_kept_result_is_reused_only_for_the_same_job(tmp_path):
     assert _kept(folder, job) is None and not folder.exists()
 
 
+def test_a_kept_result_is_not_reused_once_its_preset_has_changed():
+    "The job names the merged config's digest: editing a preset's file (not only its name and overrides) is a new job."
+    from pettingllms_nb.demo import _config_digest
+    a = _config_digest('tiny_sokoban', ['training.seed=0'])
+    assert a == _config_digest('tiny_sokoban', ['training.seed=0'])
+    assert a != _config_digest('tiny_sokoban', ['training.seed=0', 'training.lr=0.002'])
+
+
 def test_a_kept_base_is_used_where_it_is_now(tmp_path):
     "A warm start kept in a folder that has moved since is found at its new place, not at the path it was built at."
-    from pettingllms_nb.demo import _build_base, _job, _keep
+    from pettingllms_nb.demo import _build_base, _config_digest, _job, _keep, SYSTEMS_TRAINED
     old, new = tmp_path / 'old' / 'seed_0', tmp_path / 'new' / 'seed_0'
-    job = _job('warm start', preset='tiny_plan_path', overrides=['training.seed=0'], threads=1)
+    job = _job('warm start', preset='tiny_plan_path', overrides=['training.seed=0'], threads=1, systems=SYSTEMS_TRAINED,
+               config=_config_digest('tiny_plan_path', ['training.seed=0']))
     _keep(old, job, str(old)); (old / 'config.json').write_text('{}')
     old.parent.rename(new.parent)
     assert _build_base('tiny_plan_path', ['training.seed=0'], str(new)) == str(new)   # kept: nothing rebuilt
@@ -185,3 +194,41 @@ def test_a_stopped_run_finishes_with_the_same_summary(tmp_path, capsys):
     assert f"Kept {len(ROWS) - 1} of {len(ROWS)} rows" in capsys.readouterr().out
     fresh = run_training(tmp_path, quick=True, workers=1, n_boot=200, fresh=True)
     assert fresh == first and json.loads((tmp_path / 'timing.json').read_text())['kept_from_an_earlier_run'] == []
+
+
+# -- every environment ----------------------------------------------------------------------------------------------
+
+from pettingllms_nb.demo import DEMO_GAMES, DEMO_ALIASES, demo_game, demo_systems
+
+
+@pytest.mark.parametrize('game', sorted(DEMO_GAMES))
+def test_every_game_has_its_three_systems(game):
+    """Each game's presets load: one agent, two agents on one shared policy, two agents with one LoRA adapter each; the warm
+    start demonstrates both systems with the env's own oracle and random policy."""
+    from pettingllms_nb.core.config import load_config, agent_roles
+    from pettingllms_nb.core.registry import registry
+    g = DEMO_GAMES[game]
+    single, pair, lora = (load_config(g[k]) for k in ('single', 'pair', 'lora'))
+    assert len(agent_roles(single)) == 1 and len(agent_roles(pair)) == 2 and agent_roles(lora) == agent_roles(pair)
+    assert pair.specialization == 'prompt' and lora.specialization == 'lora'
+    assert single.env.name == pair.env.name == lora.env.name and pair.training.warmstart_steps > 0
+    assert demo_systems(game) == [agent_roles(single), agent_roles(pair)]
+    for name in ('oracle', 'random'): registry.scripted(pair.env.name, name)   # raises when one is missing
+
+
+def test_a_game_is_named_by_its_key_or_its_environment():
+    assert demo_game('search_env') == 'search' and demo_game('sudoku') == 'sudoku'
+    assert all(demo_game(a) in DEMO_GAMES for a in DEMO_ALIASES)
+    with pytest.raises(ValueError, match="game='chess'.*allowed"): demo_game('chess')
+
+
+@pytest.mark.parametrize('game', [g for g in sorted(DEMO_GAMES) if g not in ('plan_path', 'plan_path_tool')])
+def test_every_game_runs_its_smoke_sized_demo(game, tmp_path, monkeypatch):
+    "The demo's every row on a smoke-sized run of each game: a summary with all six rows, anchors of its env."
+    from pettingllms_nb.demo import run_demo, ROWS
+    monkeypatch.setenv('PETTINGLLMS_NB_CACHE', str(tmp_path / 'cache'))
+    out = run_demo(tmp_path / game, quick=True, workers=1, game=game)
+    s = json.loads((tmp_path / game / 'summary.json').read_text())
+    assert list(s['rows']) == [r[0] for r in ROWS] and s['game'] == game and s['test_episodes'] == 8
+    anchors = out['anchors']['results']
+    assert anchors and all(r['oracle']['success_rate'] == 1.0 for r in anchors.values())   # the oracle of every system

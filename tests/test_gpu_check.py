@@ -75,3 +75,13 @@ def test_refuses_clearly_without_a_gpu(tmp_path):
     assert p.returncode == 2, p.stderr
     assert 'no CUDA GPU is visible' in p.stderr and 'Nothing was run' in p.stderr
     assert json.loads(out.read_text())['refused'].startswith('gpu-check: no CUDA GPU')
+
+
+def test_the_envs_section_covers_every_demo_game_with_valid_overrides(tmp_path):
+    "Every demo game's two-agent preset accepts the one-step CUDA overrides (checked on the CPU: the config only)."
+    from pettingllms_nb.core.config import load_config
+    from pettingllms_nb.demo import DEMO_GAMES
+    assert 'envs' in gc.SECTIONS and gc.RUNNERS['envs'] is gc.envs
+    for g in DEMO_GAMES.values():
+        cfg = load_config(g['pair'], gc.env_overrides(tmp_path))
+        assert cfg.training.device == 'cuda' and cfg.training.total_training_steps == 1

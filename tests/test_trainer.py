@@ -291,11 +291,40 @@ def test_the_no_signal_warning_is_said_once_per_run_with_a_count(tmp_path, caplo
     assert 'said once' in said[0] and said[1].startswith('2 of 2 training steps had zero reward variance'), said
 
 
-def test_the_warm_start_shows_its_progress(tmp_path, capsys):
+def test_the_warm_start_shows_its_progress(tmp_path, capsys, monkeypatch):
     "Building a tiny base is minutes of supervised steps: with progress on, a bar counts them (it said nothing before)."
     from pettingllms_nb.training.trainer import Trainer
+    monkeypatch.setenv('PETTINGLLMS_NB_CACHE', str(tmp_path / 'cache'))   # an empty cache: the base is built, not reused
     Trainer('tiny_plan_path', ['training.warmstart_steps=12', 'training.total_training_steps=1'], out_dir=tmp_path, progress=True)
     err = capsys.readouterr().err
     assert 'warm start (supervised)' in err and '12/12' in err, err[-500:]
     Trainer('tiny_plan_path', ['training.warmstart_steps=12'], out_dir=tmp_path / 'quiet', progress=False)
     assert 'warm start' not in capsys.readouterr().err
+
+
+def test_a_warm_start_is_cached_by_its_demonstrations(tmp_path, monkeypatch):
+    "The same demonstrations, steps, lr and seed reuse the kept base (no supervised step, the same weights); a change does not."
+    from pettingllms_nb.core.config import load_config
+    from pettingllms_nb.training import trainer as T
+    monkeypatch.setenv('PETTINGLLMS_NB_CACHE', str(tmp_path / 'cache'))
+    cfg = load_config('tiny_plan_path', ['training.warmstart_steps=6'])
+    first = T.build_tiny_base(cfg, tmp_path / 'a')
+    assert len(list(T.warm_start_cache().iterdir())) == 1
+    calls = []
+    real_sft = T.sft
+    monkeypatch.setattr(T, 'sft', lambda *a, **k: calls.append(1) or real_sft(*a, **k))
+    second = T.build_tiny_base(cfg, tmp_path / 'b')
+    assert calls == [] and (second / 'model.safetensors').read_bytes() == (first / 'model.safetensors').read_bytes()
+    T.build_tiny_base(load_config('tiny_plan_path', ['training.warmstart_steps=6', 'training.warmstart_p_oracle=0.5']),
+                      tmp_path / 'c')
+    T.build_tiny_base(cfg, tmp_path / 'd', cache=False)
+    assert len(calls) == 2 and len(list(T.warm_start_cache().iterdir())) == 2   # a new key; cache=False keeps nothing
+
+
+def test_the_warm_start_key_covers_what_changes_the_weights():
+    from pettingllms_nb.training.trainer import warm_start_key
+    pairs = [({'text': 'S\n.G\n'}, 'R')]
+    k = warm_start_key(pairs, 10, 1e-3, 0)
+    assert k == warm_start_key(list(pairs), 10, 1e-3, 0)
+    assert len({k, warm_start_key(pairs, 11, 1e-3, 0), warm_start_key(pairs, 10, 2e-3, 0), warm_start_key(pairs, 10, 1e-3, 1),
+                warm_start_key([({'text': 'S\n.G\n'}, 'D')], 10, 1e-3, 0), warm_start_key(pairs, 10, 1e-3, 0, {'hidden_size': 96})}) == 6

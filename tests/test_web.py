@@ -245,7 +245,9 @@ def test_miniwob_oracle_solves_the_subset():
 
 
 # -- presets ------------------------------------------------------------------------------------------------------------
-WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'web_miniwob', 'web_shop', 'web_shop_single']
+WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'tiny_web_shop_lora', 'tiny_web_shop_single', 'web_miniwob',
+               'web_shop', 'web_shop_single']
+TINY_WEB = ['tiny_web_shop', 'tiny_web_shop_single', 'tiny_web_shop_lora']
 
 @pytest.mark.parametrize('name', WEB_PRESETS)
 def test_presets_load(name):
@@ -261,11 +263,92 @@ def test_presets_load(name):
         assert (cfg.specialization, cfg.lora_rank, cfg.lora_alpha, t.device) == ('lora', 16, 32, 'cuda')
         assert {r: p['adapter'] for r, p in agent_policies(cfg).items()} == {'web_navigator': 'web_navigator', 'web_verifier': 'web_verifier'}
         assert cfg.base_models.policy_0.path.startswith('Qwen/Qwen3-')
-    if name.startswith('tiny_'): assert cfg.base_models.policy_0.path == 'tiny' and kw['prompt_style'] == 'compact'
+    if name.startswith('tiny_'):
+        t = cfg.training
+        assert cfg.base_models.policy_0.path == 'tiny' and kw['prompt_style'] == 'compact' and kw['catalogue'] == 'tiny-0'
+        assert cfg.env.max_turns <= 8 and t.max_response_length == 32 and t.warmstart_steps > 0
+        assert t.rollout_mode == 'independent'       # the task is credited to earlier steps (credit: episode)
+        if name.endswith('_lora'): assert (cfg.specialization, cfg.lora_rank, cfg.lora_alpha) == ('lora', 8, 16)
+        else: assert cfg.specialization == 'prompt'
 
 
 def test_text_presets_play_with_the_oracle():
     from pettingllms_nb.core.config import load_config
-    for name in ('web_shop', 'web_shop_single', 'tiny_web_shop'):
+    for name in ('web_shop', 'web_shop_single', *TINY_WEB):
         t = rollout(load_config(name), oracle_policy, seeds=[0, 1, 1_000_000])
         assert all(e.success for e in t.episodes), name
+
+
+# -- the compact style on the tiny catalogue (the tiny_web_shop presets) --------------------------------------------------
+def _tiny_rollout(name, policy, seeds):
+    from pettingllms_nb.core.config import load_config
+    return rollout(load_config(name), policy, seeds=seeds)
+
+def _quoted_args(reply): return [a for a in reply.split('"')[1::2]]
+
+@pytest.mark.parametrize('name', ['tiny_web_shop', 'tiny_web_shop_single'])
+def test_tiny_shop_oracle_solves_every_heldout_goal_and_random_does_not(name):
+    held_out = range(1_000_000, 1_000_050)                     # the tiny catalogue's 50 test goals
+    good, bad = _tiny_rollout(name, oracle_policy, held_out), _tiny_rollout(name, random_policy, held_out)
+    assert len({e.problem_uid for e in good.episodes}) == 50
+    assert all(e.success for e in good.episodes) and max(e.turns for e in good.episodes) <= 6
+    assert sum(e.success for e in bad.episodes) <= 1
+
+
+def test_compact_oracle_replies_are_short_and_copied_from_the_prompt():
+    "Every reply the oracle makes to a compact prompt is short, and what it types or picks is in the prompt."
+    from pettingllms_nb.envs.web.data import get_catalogue
+    from pettingllms_nb.envs.web.oracle import read_page
+    from pettingllms_nb.envs.web.prompts import compact_task
+    cat = get_catalogue('tiny-0')
+    t = _tiny_rollout('tiny_web_shop', oracle_policy, range(1_000_000, 1_000_050))
+    for s in t:
+        text, reply = s.prompt['text'], s.completion
+        assert len(reply) <= 32 and len(text) <= 450, (reply, len(text))
+        if s.role == 'web_verifier':
+            assert reply == ('pass' if text.startswith('Nothing to check') else 'approve'), (text, reply)
+            continue
+        task, nodes = text.splitlines()[0][len('Task: '):], {n['id']: n for n in read_page(text)}
+        goal = cat.goal(s.problem_uid.split('/')[-1])
+        assert task == compact_task(goal['instruction_text']) and cat.by_id[goal['target']]['Title'] not in text
+        a = parse_action(reply)
+        assert a.id in nodes, (reply, text)                        # the id is on the page
+        for word in _quoted_args(reply): assert word in task, (reply, task)   # the words typed or selected are the task's
+        if nodes[a.id]['role'] == 'link' and 'results for' in text:   # the result opened is the one whose title has the task's attributes
+            links = [n for n in nodes.values() if n['role'] == 'link' and all(w in n['name'] for w in goal['attributes'])]
+            assert [n['id'] for n in links] == [a.id], (text, reply)
+
+
+def test_compact_prompts_are_a_few_short_lines():
+    t = _tiny_rollout('tiny_web_shop', oracle_policy, [1_000_003])
+    first = t.steps[0].prompt['text']
+    assert first == ('Task: ' + first.splitlines()[0][6:] + '\nPage: shop\n[7] textbox "search" value=""\n[8] button "search"\nAction:')
+    order = next(s.prompt['text'] for s in t if s.role == 'web_verifier' and 'Order:' in s.prompt['text'])
+    assert len(order.splitlines()) == 3 and order.endswith('\nVerdict:'), order
+    assert [s.completion for s in t if s.role == 'web_verifier'][-1] == 'approve'
+
+
+@pytest.mark.parametrize('role', ['web_navigator', 'web_verifier', 'web_single_agent'])
+def test_compact_garbage_is_a_format_error(role):
+    "Garbage replies to compact prompts are format errors with their reward, never exceptions."
+    from pettingllms_nb.core.config import env_kwargs, load_config
+    rng = random.Random(0)
+    junk = ['', 'approve(', 'click(', 'fill(7, "abc', 'select(', '"""', 'click(99999999999)', '\x00\n', 'verdict', 'fill(7)']
+    junk += [''.join(rng.choice('click(fill,"7) approve reject\n') for _ in range(rng.randint(1, 40))) for _ in range(40)]
+    for k, reply in enumerate(junk):
+        env = WebEnv(**{k_: v for k_, v in env_kwargs(load_config('tiny_web_shop')).items() if k_ != 'max_turns'})
+        env.reset(1_000_000 + k % 50)
+        if role == 'web_verifier':           # something to judge: the oracle's own order, waiting for a verdict
+            nav = make_agent('web_navigator')
+            while env.state.pending is None:
+                nav.update_from_env(env, env.turn)
+                take_turn(nav, env, oracle_policy(_Req('web_navigator', nav.current_prompt['text'], env.problem_uid)))
+        agent = make_agent(role)
+        agent.update_from_env(env, env.turn)
+        take_turn(agent, env, reply)
+        if agent.format_error is not None: assert agent.reward_terms['format'] == -1.0, reply
+        env.close()
+
+
+class _Req:
+    def __init__(self, role, text, problem_uid): self.role, self.text, self.problem_uid = role, text, problem_uid

@@ -57,6 +57,7 @@ def check_values(cfg) -> list:
     e += _one_of('training.lr_schedule', t.lr_schedule, LR_SCHEDULES)
     e += _at_least('training.micro_batch_size', t.micro_batch_size, 1) + _at_least('training.warmstart_lr', t.warmstart_lr, 0, strict=True)
     e += _at_least('training.lr_warmup_steps', t.lr_warmup_steps, 0) + _at_least('training.warmstart_steps', t.warmstart_steps, 0)
+    e += _at_least('training.warmstart_problems', t.warmstart_problems, 1)
     if not 0 <= t.warmstart_p_oracle <= 1: e.append(f"training.warmstart_p_oracle={t.warmstart_p_oracle!r}: allowed values are in [0, 1]")
     if not 0 <= t.max_infra_error_share <= 1:
         e.append(f"training.max_infra_error_share={t.max_infra_error_share!r}: allowed values are in [0, 1] (0: stop at the first "

@@ -132,6 +132,7 @@ class TrainingConfig:
     warmstart_steps: int = 0                 # supervised steps on oracle demonstrations before RL (tiny models)
     warmstart_lr: float = 1e-3
     warmstart_p_oracle: float = 1.0          # fraction of demonstrations that are the oracle's (the rest random)
+    warmstart_problems: int = 256            # training problems each system is demonstrated on
     max_infra_error_share: float = 0.5       # stop training when more of a batch's steps than this hit infrastructure
                                              # failures (sandbox, retriever, ...): 0 stops at the first, 1 never stops
     canary_freq: int = 1                     # run the sandbox canaries every N training steps (0: never)

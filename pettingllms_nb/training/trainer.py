@@ -28,10 +28,10 @@ from fastcore.basics import patch
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs', 'build_tiny_base', 'build_units',
-           'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit', 'Trainer',
-           'InfraError', 'infra_summary', 'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult',
-           'new_figure', 'plot_metrics']
+__all__ = ['SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs', 'warm_start_cache', 'warm_start_key',
+           'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles',
+           'check_credit', 'Trainer', 'InfraError', 'infra_summary', 'run_leftovers', 'clear_run',
+           'checkpoint_mismatch', 'FitResult', 'new_figure', 'plot_metrics']
 
 # %% ../../nbs/training/084_trainer.ipynb #97c12dbf
 @dataclass
@@ -86,19 +86,51 @@ def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, see
         pairs += [(s.prompt, s.completion) for s in _in_play_order(tr)]
     return pairs
 
+def warm_start_cache() -> Path:
+    "Where warm-started tiny bases are kept: `$PETTINGLLMS_NB_CACHE/warm_starts`, else `~/.cache/pettingllms_nb/warm_starts`."
+    root = os.environ.get('PETTINGLLMS_NB_CACHE') or Path.home() / '.cache' / 'pettingllms_nb'
+    return Path(root) / 'warm_starts'
+
+def warm_start_key(pairs:list, steps:int, lr:float, seed:int, model_kwargs:dict|None=None) -> str:
+    "A digest of what a warm start depends on: demonstrations (a changed env is a new key), steps, lr, seed, model, torch."
+    # torch's version and thread count too: its CPU kernels round differently by thread count
+    import hashlib, torch
+    spec = json.dumps([pairs, steps, lr, seed, model_kwargs or {}, torch.__version__, torch.get_num_threads()],
+                      sort_keys=True, default=str)
+    return hashlib.sha256(spec.encode()).hexdigest()[:20]
+
 def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=None, worker=None,
-                    progress:bool=False   # a bar over the warm start's supervised steps
+                    progress:bool=False,  # a bar over the warm start's supervised steps
+                    cache:bool=True       # reuse a base warm-started on the same demonstrations (`warm_start_cache()`)
                    ) -> Path:
     "Build a tiny model, warm-start it on demonstrations of `systems` (`training.warmstart_*`), save it to `path`."
     t = cfg.training
     seed = t.seed if seed is None else seed
-    model, tok = tiny_model(seed=seed)
     steps = t.warmstart_steps if steps is None else steps
-    if steps:
-        pairs = warm_start_pairs(cfg, systems, p_oracle=t.warmstart_p_oracle, seed=seed, worker=worker)
-        losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed, progress=progress)
-        _log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
-    return save_tiny(model, tok, path)
+    if not steps: return save_tiny(*tiny_model(seed=seed), path)
+    pairs = warm_start_pairs(cfg, systems, n_seeds=t.warmstart_problems, p_oracle=t.warmstart_p_oracle, seed=seed,
+                             worker=worker)
+    kept = warm_start_cache() / warm_start_key(pairs, steps, t.warmstart_lr, seed)
+    if cache and (kept / 'config.json').exists():
+        _log.info("warm start: reusing %s (the same %d demonstrations, steps, lr and seed)", kept, len(pairs))
+        shutil.copytree(kept, path, dirs_exist_ok=True)
+        return Path(path)
+    model, tok = tiny_model(seed=seed)
+    losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed, progress=progress)
+    _log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
+    save_tiny(model, tok, path)
+    if cache: _keep_base(path, kept)
+    return Path(path)
+
+def _keep_base(path, kept:Path):
+    "Copy the base at `path` into the cache as `kept`, whole or not at all (a folder renamed into place)."
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=kept.parent, prefix='.tmp-'))
+        shutil.copytree(path, tmp, dirs_exist_ok=True)
+        try: os.replace(tmp, kept)
+        except OSError: shutil.rmtree(tmp, ignore_errors=True)   # another process kept the same base first
+    except OSError as e: _log.warning("warm start: could not cache the base in %s (%s)", kept.parent, e)
 
 def _model_path(cfg, path:str, out:Path, worker=None, progress:bool=False) -> str:
     if path != 'tiny': return path

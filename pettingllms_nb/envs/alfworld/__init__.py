@@ -21,13 +21,15 @@ _PARTS = {
     'state': ['AlfworldState'],
     'render': ['alfworld_card'],
     'env': ['AlfworldEnv', 'BENCHMARKS', 'WALKTHROUGHS', 'generated_game'],
-    'prompts': ['ACTION_FORMAT', 'COMMANDS_HEADER', 'EXECUTOR_INTRO', 'PLANNER_INTRO', 'PLAN_FORMAT', 'SINGLE_INTRO',
-                'carrying', 'commands_block', 'commands_in', 'compact_prompt', 'executor_prompt', 'history_block',
-                'plan_block', 'planner_prompt', 'progress_line', 'single_prompt'],
+    'prompts': ['ACTION_FORMAT', 'COMMANDS_HEADER', 'COMPACT_HIDDEN', 'COMPACT_TASK', 'EXECUTOR_INTRO', 'PLANNER_INTRO',
+                'PLAN_FORMAT', 'RoomView', 'SINGLE_INTRO', 'STATUS', 'carrying', 'commands_block', 'commands_in',
+                'compact_prompt', 'compact_task', 'executor_prompt', 'expand_command', 'goal_of', 'history_block',
+                'is_compact', 'names_in', 'plan_block', 'planner_prompt', 'progress_line', 'read_compact', 'room_view',
+                'short_command', 'short_commands', 'single_prompt'],
     'agents': ['AlfworldExecutor', 'AlfworldPlanner', 'AlfworldSingleAgent', 'EXECUTOR_REWARDS', 'MAX_COMMAND_CHARS',
-               'MAX_PLAN_STEPS', 'MAX_RESPONSE_CHARS', 'PLANNER_REWARDS', 'grounded', 'parse_action', 'parse_plan',
-               'plan_words'],
-    'oracle': ['PLANNER_ROLES', 'oracle_policy', 'random_policy', 'respond'],
+               'MAX_COMPACT_CHARS', 'MAX_PLAN_STEPS', 'MAX_RESPONSE_CHARS', 'PLANNER_REWARDS', 'grounded', 'parse_action',
+               'parse_compact', 'parse_plan', 'plan_words'],
+    'oracle': ['PLANNER_ROLES', 'compact_command', 'compact_reply', 'oracle_policy', 'random_policy', 'respond'],
 }
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.alfworld', _PARTS)
 

@@ -9,19 +9,21 @@ from __future__ import annotations
 import logging, re
 from ...core.agent import Agent
 from ...core.params import declare_params
-from ...core.parsing import FormatError
+from ...core.parsing import FormatError, clip
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_agent
 from .engine import SimulatorError
 from .env import AlfworldEnv
-from .prompts import planner_prompt, executor_prompt, single_prompt, compact_prompt
+from .prompts import (planner_prompt, executor_prompt, single_prompt, compact_prompt,
+                                                  expand_command)
 from . import oracle   # registers the oracle and random scripted policies
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['MAX_COMMAND_CHARS', 'MAX_PLAN_STEPS', 'MAX_RESPONSE_CHARS', 'PLANNER_REWARDS', 'EXECUTOR_REWARDS', 'parse_action',
-           'parse_plan', 'plan_words', 'grounded', 'AlfworldPlanner', 'AlfworldExecutor', 'AlfworldSingleAgent']
+__all__ = ['MAX_COMMAND_CHARS', 'MAX_PLAN_STEPS', 'MAX_RESPONSE_CHARS', 'MAX_COMPACT_CHARS', 'PLANNER_REWARDS',
+           'EXECUTOR_REWARDS', 'parse_action', 'parse_plan', 'parse_compact', 'plan_words', 'grounded',
+           'AlfworldPlanner', 'AlfworldExecutor', 'AlfworldSingleAgent']
 
 # %% ../../../nbs/envs/alfworld/177_agents.ipynb #1983060a
 MAX_COMMAND_CHARS, MAX_PLAN_STEPS, MAX_RESPONSE_CHARS = 200, 8, 20_000
@@ -61,6 +63,21 @@ def parse_plan(response) -> list[str]:
         raise FormatError("a subgoal is too long or unprintable")
     return steps
 
+# %% ../../../nbs/envs/alfworld/177_agents.ipynb #831efd51
+MAX_COMPACT_CHARS = 80
+_COMMAND = re.compile(r"(?:go to|take|move|put|open|close|heat|cool|clean|use|examine|slice|toggle)(?: [a-z0-9]+)+"
+                      r"|look|inventory|help")
+
+def parse_compact(response) -> str:
+    "A compact reply: one command-shaped line (lower case, spaces collapsed); a `FormatError` otherwise."
+    text = _text(response).strip()
+    if len(text) > MAX_COMPACT_CHARS: raise FormatError(f"reply too long ({len(text)} > {MAX_COMPACT_CHARS} characters)")
+    if '\n' in text: raise FormatError("a compact reply is one line: the command")
+    cmd = ' '.join(text.lower().rstrip('.').split())
+    if not _COMMAND.fullmatch(cmd):
+        raise FormatError(f"{clip(text, 40)!r} is not a command on one line (e.g. \"go to shelf 1\", \"take pen 1\")")
+    return cmd
+
 # %% ../../../nbs/envs/alfworld/177_agents.ipynb #26ca982f
 _STOP = set("go to take from move open close examine look inventory help use heat cool clean slice with put in on into "
             "a an the it them some and then of".split())
@@ -98,12 +115,15 @@ EXECUTOR_REWARDS = RewardSpec([
 class AlfworldPlanner(Agent):
     "Reads the shared state and writes the remaining plan (numbered subgoals) into it; never acts in the house."
     reward_spec = PLANNER_REWARDS
+    prompt_style = 'full'     # the environment's, read when the prompt is built (the parser follows it)
 
     def build_prompt(self, env, turn_idx:int) -> str:
+        self.prompt_style = env.prompt_style
         st = env.state
         return compact_prompt('planner', st) if env.prompt_style == 'compact' else planner_prompt(st, env.history)
 
-    def parse(self, response) -> list: return parse_plan(response)
+    def parse(self, response) -> list:
+        return [parse_compact(response)] if self.prompt_style == 'compact' else parse_plan(response)
 
     async def step(self, env, worker=None):
         if self.current_action is not None: env.state.plan, env.state.plan_turn = list(self.current_action), env.turn
@@ -115,19 +135,24 @@ class AlfworldExecutor(Agent):
     "Plays one command per turn: an admissible one moves the world, any other is a recorded invalid action."
     reward_spec = EXECUTOR_REWARDS
     style_role = 'executor'
+    prompt_style = 'full'
 
     def build_prompt(self, env, turn_idx:int) -> str:
+        self.prompt_style = env.prompt_style
         st = env.state
-        if env.prompt_style == 'compact': return compact_prompt(self.style_role, st)
+        if env.prompt_style == 'compact': return compact_prompt(self.style_role, st, env.turn)
         return executor_prompt(st, env.history)
 
-    def parse(self, response) -> str: return parse_action(response)
+    def parse(self, response) -> str:
+        return parse_compact(response) if self.prompt_style == 'compact' else parse_action(response)
 
     async def step(self, env, worker=None):
         st = env.state
         st.last_command, st.last_valid, st.last_gain = self.current_action, None, 0.0
         if self.current_action is not None:
-            try: await env.act(self.current_action)
+            cmd = self.current_action
+            if self.prompt_style == 'compact': cmd = expand_command(cmd, st.admissible)   # `take pen 1` -> ... from ...
+            try: await env.act(cmd)
             except SimulatorError as e:
                 self.infra_error = f"simulator: {e}"
                 _log.warning("alfworld_env %s: %s", env.problem_uid, e)
@@ -138,6 +163,7 @@ class AlfworldSingleAgent(AlfworldExecutor):
     "The single-agent baseline (L0): reads the room and plays one admissible command per turn, with no planner."
     style_role = 'single'
     def build_prompt(self, env, turn_idx:int) -> str:
+        self.prompt_style = env.prompt_style
         st = env.state
         return compact_prompt('single', st) if env.prompt_style == 'compact' else single_prompt(st, env.history)
 

@@ -1,4 +1,4 @@
-"""`oracle_policy` plays the planner's walkthrough (the plan that checked the task solvable); `random_policy` picks random admissible commands. Both are registered for `alfworld_env`, so the warm start and the tests can find them.
+"""`oracle_policy` plays the planner's walkthrough (the plan that checked the task solvable), or in the compact style the next command that what the prompt shows calls for; `random_policy` picks random admissible commands. Both are registered for `alfworld_env`, so the warm start and the tests can find them.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/oracle.html.md"""
 
@@ -8,24 +8,73 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/oracle.html.
 from __future__ import annotations
 import random
 from ...core.registry import register_scripted
+from .data import TOOLS
 from .env import WALKTHROUGHS
-from .prompts import commands_in
+from .prompts import commands_in, goal_of, is_compact, read_compact
 
 # %% auto #0
-__all__ = ['PLANNER_ROLES', 'respond', 'oracle_policy', 'random_policy']
+__all__ = ['PLANNER_ROLES', 'compact_command', 'respond', 'compact_reply', 'oracle_policy', 'random_policy']
+
+# %% ../../../nbs/envs/alfworld/176_oracle.ipynb #d696d526
+def _kind(name:str) -> str: return name.rsplit(' ', 1)[0]        # `apple 1` -> `apple`
+def _number(name:str) -> int: return int(name.rsplit(' ', 1)[1])
+
+def _held(item:str) -> tuple:
+    "A `hold:` item as (name, status): `hot mug 2` -> ('mug 2', 'hot')."
+    words = item.split(' ')
+    return ' '.join(words[-2:]), (words[0] if len(words) > 2 else None)
+
+def compact_command(view:dict) -> str:
+    "The next command of a task from a compact prompt's facts (`read_compact`): always one of its `commands`, or `look`."
+    goal = goal_of(view['task'])
+    if goal is None: return 'look'
+    tt, obj, lamp = goal.task_type, goal.obj, goal.toggle
+    places, here, cmds = view['receptacles'], view['here'], view['commands']
+    inside = lambda r: places[r] if isinstance(places.get(r), list) else []
+    lowest = lambda names: min(names, key=_number, default=None)
+    dest = lowest([r for r in places if _kind(r) == goal.recep])
+    held = [_held(h) for h in view['hold']]
+    mine = [(o, s) for o, s in held if _kind(o) == obj]
+    if mine:
+        o, status = mine[0]
+        tool = lowest([r for r in places if _kind(r) == TOOLS[tt][1].lower()]) if tt in TOOLS else None
+        if tt == 'look_at_obj_in_light':
+            lit = next((r for r in places if any(_kind(x) == lamp for x in inside(r))), None)
+            if lit == here and lit: return f"use {lowest([x for x in inside(lit) if _kind(x) == lamp])}"
+            if lit: return f"go to {lit}"
+        elif tool and status != TOOLS[tt][3]: return f"{TOOLS[tt][0]} {o}" if here == tool else f"go to {tool}"
+        elif dest:
+            if here != dest: return f"go to {dest}"
+            return f"open {dest}" if places[dest] == 'closed' else f"move {o}"
+    elif held and f"move {held[0][0]}" in cmds: return f"move {held[0][0]}"
+    else:
+        found = lambda r: [x for x in inside(r) if _kind(x) == obj] if r != dest else []
+        if here and found(here): return f"take {lowest(found(here))}"
+        if here and places[here] == 'closed': return f"open {here}"
+        there = next((r for r in places if found(r)), None)
+        if there: return f"go to {there}"
+    unseen = next((r for r in places if places[r] is None and r != here), None)
+    return f"go to {unseen}" if unseen else 'look'
 
 # %% ../../../nbs/envs/alfworld/176_oracle.ipynb #d36bc16c
 PLANNER_ROLES = ('alfworld_planner',)
 
 def respond(role:str, commands:list) -> str:
-    "A reply in `role`'s format: a numbered plan for the planner, `Action: <command>` for the others."
+    "A full-style reply in `role`'s format: a numbered plan for the planner, `Action: <command>` for the others."
     if role in PLANNER_ROLES:
         return "Plan:\n" + '\n'.join(f"{i}. {c}" for i, c in enumerate(commands[:8] or ['look'], 1))
     return f"Action: {commands[0] if commands else 'look'}"
 
+def compact_reply(role:str, text:str) -> str:
+    "The oracle's compact reply: the planner's subgoal is the next command; the executor follows the plan it is shown."
+    view = read_compact(text)
+    if role not in PLANNER_ROLES and view['plan'] in view['commands']: return view['plan']
+    return compact_command(view)
+
 @register_scripted('alfworld_env', 'oracle')
 def oracle_policy(request) -> str:
-    "The planner's walkthrough: the executor plays its `turn_idx`-th command, the planner writes the rest."
+    "Compact prompts: the next command they call for; full ones: the walkthrough (the executor plays its `turn_idx`-th command)."
+    if is_compact(request.text): return compact_reply(request.role, request.text)
     plan = WALKTHROUGHS.get(request.problem_uid)
     if plan is None:
         raise KeyError(f"oracle_policy: no walkthrough for {request.problem_uid!r}; reset an alfworld_env on it first")
@@ -33,7 +82,8 @@ def oracle_policy(request) -> str:
 
 @register_scripted('alfworld_env', 'random')
 def random_policy(request, rng:random.Random) -> str:
-    "Random admissible commands (read from the prompt): one to play, or one to three as a plan."
+    "Random admissible commands (read from the prompt): one to play, or one to three as a plan (compact: one, bare)."
     cmds = commands_in(request.text) or ['look']
+    if is_compact(request.text): return rng.choice(cmds)
     if request.role in PLANNER_ROLES: return respond(request.role, rng.sample(cmds, min(len(cmds), rng.randint(1, 3))))
     return respond(request.role, [rng.choice(cmds)])

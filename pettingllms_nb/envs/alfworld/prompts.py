@@ -1,4 +1,4 @@
-"""Prompt texts built from the shared state, in a full style (for real models) and a compact one (for tiny models), with the admissible commands always listed.
+"""Prompt texts built from the shared state, in a full style (for real models) and a compact one (for tiny models: the receptacles with what was seen in them, short commands), with the admissible commands always listed.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/prompts.html.md"""
 
@@ -6,12 +6,17 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/prompts.html
 
 # %% ../../../nbs/envs/alfworld/175_prompts.ipynb #c7b9d2f3
 from __future__ import annotations
+import re
+from dataclasses import dataclass, field
 from ...core.parsing import clip
+from .data import SENTENCES, Goal, task_sentence
 
 # %% auto #0
-__all__ = ['PLANNER_INTRO', 'EXECUTOR_INTRO', 'SINGLE_INTRO', 'COMMANDS_HEADER', 'PLAN_FORMAT', 'ACTION_FORMAT', 'commands_block',
-           'commands_in', 'history_block', 'plan_block', 'progress_line', 'carrying', 'planner_prompt',
-           'executor_prompt', 'single_prompt', 'compact_prompt']
+__all__ = ['PLANNER_INTRO', 'EXECUTOR_INTRO', 'SINGLE_INTRO', 'COMMANDS_HEADER', 'PLAN_FORMAT', 'ACTION_FORMAT', 'COMPACT_TASK',
+           'COMPACT_HIDDEN', 'STATUS', 'commands_block', 'is_compact', 'commands_in', 'history_block', 'plan_block',
+           'progress_line', 'carrying', 'planner_prompt', 'executor_prompt', 'single_prompt', 'goal_of', 'compact_task',
+           'short_command', 'short_commands', 'expand_command', 'names_in', 'RoomView', 'room_view', 'compact_prompt',
+           'read_compact']
 
 # %% ../../../nbs/envs/alfworld/175_prompts.ipynb #18436791
 PLANNER_INTRO = ("You are the planner of a household robot team. An executor acts in the house one command at a "
@@ -29,11 +34,14 @@ ACTION_FORMAT = ('Reply with exactly one of these commands after "Action:", e.g.
 def commands_block(cmds:list, header:str=COMMANDS_HEADER) -> str:
     return header + '\n' + '\n'.join(f"- {c}" for c in cmds)
 
+COMPACT_TASK = 'task: '     # how every compact prompt begins (see Compact prompts below)
+
+def is_compact(text:str) -> bool: return text.startswith(COMPACT_TASK)
+
 def commands_in(text:str) -> list[str]:
-    "The admissible commands a prompt lists (the inverse of `commands_block`; compact prompts too)."
+    "The admissible commands a prompt lists (the inverse of `commands_block`; of a compact prompt: `read_compact`)."
+    if is_compact(text): return read_compact(text)['commands']
     lines = text.splitlines()
-    tagged = [l for l in lines if l.startswith('C:')]
-    if tagged: return [c for c in tagged[0][2:].split('|') if c]
     heads = [i for i, l in enumerate(lines) if l.endswith('can use now:')]
     out = []
     for line in lines[heads[-1] + 1:] if heads else []:
@@ -77,12 +85,116 @@ def single_prompt(st, history:int=6) -> str:
             f"{commands_block(st.admissible)}\n\n"
             f"Think briefly if you like, then {ACTION_FORMAT[0].lower()}{ACTION_FORMAT[1:]}")
 
+# %% ../../../nbs/envs/alfworld/175_prompts.ipynb #354431cc
+def _template(form:str) -> re.Pattern:
+    pattern = re.escape(form)
+    for slot in ('obj', 'recep', 'toggle'): pattern = pattern.replace(re.escape('{' + slot + '}'), f'(?P<{slot}>[a-z]+)')
+    return re.compile(pattern)
+
+_GOALS = [(tt, _template(form)) for tt, forms in SENTENCES.items() for form in forms]
+
+def goal_of(task:str) -> Goal|None:
+    "The `Goal` a task sentence names (in the sentence's lower-case words), read with `SENTENCES`; None for another sentence."
+    for tt, pattern in _GOALS:
+        m = pattern.fullmatch(task)
+        if m: return Goal(tt, m['obj'], m.groupdict().get('recep'), m.groupdict().get('toggle'))
+    return None
+
+def compact_task(task:str) -> str:
+    "`task` in its type's first wording (`clean some mug and put it in sinkbasin` -> `put a clean mug in sinkbasin`)."
+    goal = goal_of(task)
+    return task if goal is None else task_sentence(goal, 0)
+
 # %% ../../../nbs/envs/alfworld/175_prompts.ipynb #afe29645
-def compact_prompt(role:str, st) -> str:
-    "A short tagged prompt for `role` ('planner', 'executor' or 'single')."
-    plan = ';'.join(st.plan[:3])
-    last = st.history[-1]['command'] if st.history else ''
-    head = f"T:{st.task}\nO:{clip(st.observation, 120)}\nI:{','.join(st.inventory)}\nL:{last}\n"
-    done = progress_line(st).split(': ')[1].split(' steps')[0]
-    if role == 'planner': return head + f"G:{done}\nC:{'|'.join(st.admissible)}\nPlan:"
-    return head + (f"P:{plan}\n" if role == 'executor' else '') + f"C:{'|'.join(st.admissible)}\nAction:"
+COMPACT_HIDDEN = re.compile(r"look|inventory|help|examine .+|close .+")   # admissible, but never a step toward a goal
+_AT_HERE = re.compile(r"(take|move|heat|cool|clean) ([a-z]+ \d+) (?:from|to|with) [a-z]+ \d+")
+
+def short_command(cmd:str) -> str:
+    "`cmd` without the receptacle it acts on (always the one the agent is at): `take apple 1 from shelf 1` -> `take apple 1`."
+    m = _AT_HERE.fullmatch(cmd)
+    return f"{m[1]} {m[2]}" if m else cmd
+
+def short_commands(admissible:list) -> list[str]:
+    "The commands a compact prompt lists: short forms, without `go to` (the receptacle lines) and `COMPACT_HIDDEN`."
+    return [short_command(c) for c in admissible if not c.startswith('go to ') and not COMPACT_HIDDEN.fullmatch(c)]
+
+def expand_command(cmd:str, admissible:list) -> str:
+    "The admissible command `cmd` stands for: itself, or the one whose short form it is (else `cmd`, not admissible)."
+    if cmd in admissible: return cmd
+    return next((c for c in admissible if short_command(c) == cmd), cmd)
+
+# %% ../../../nbs/envs/alfworld/175_prompts.ipynb #d770b2e6
+_NAMES = re.compile(r"[a-z]+ \d+")                      # ALFWorld's names of things: `apple 1`, `sinkbasin 1`
+STATUS = {'heat': 'hot', 'cool': 'cool', 'clean': 'clean'}   # what a command leaves the object it acts on
+
+def names_in(text:str) -> list[str]: return _NAMES.findall(text)
+
+def _seen(feedback:str) -> list|None:
+    at = feedback.find('you see ')
+    return None if at < 0 else names_in(feedback[at:])
+
+@dataclass
+class RoomView:
+    "The room as the agent has seen it."
+    receptacles: dict     # name -> what was seen in it: a list of names, 'closed', or None (not seen yet)
+    here: str|None = None # the receptacle the agent is at (None: the middle of the room)
+    status: dict = field(default_factory=dict)   # object -> 'hot', 'cool' or 'clean'
+
+def _update(v:RoomView, cmd:str, feedback:str):
+    verb, _, rest = cmd.partition(' ')
+    m = _AT_HERE.fullmatch(cmd)
+    if cmd.startswith('go to '):
+        v.here = cmd[6:]
+        v.receptacles[v.here] = 'closed' if 'is closed' in feedback else _seen(feedback)
+    elif verb == 'open': v.receptacles[rest] = _seen(feedback) or []
+    elif verb == 'close': v.receptacles[rest] = 'closed'
+    elif m:
+        stuff = v.receptacles.get(v.here)
+        if verb == 'take' and isinstance(stuff, list) and m[2] in stuff: stuff.remove(m[2])
+        elif verb == 'move' and isinstance(stuff, list): stuff.append(m[2])
+        elif verb in STATUS: v.status[m[2]] = STATUS[verb]
+
+def room_view(st) -> RoomView:
+    "The room as the agent saw it: the arrival text's receptacles, updated by every admissible command played."
+    at = st.room.find('you see ')
+    v = RoomView({r: None for r in (names_in(st.room[at:]) if at >= 0 else [])})
+    for h in st.history:
+        if h['valid']: _update(v, h['command'], h['feedback'])
+    return v
+
+# %% ../../../nbs/envs/alfworld/175_prompts.ipynb #8348b098
+def _contents(stuff) -> str: return stuff if isinstance(stuff, str) else ', '.join(stuff) or 'nothing'
+
+def compact_prompt(role:str, st, turn:int|None=None) -> str:
+    "The compact prompt of `role` ('planner', 'executor' or 'single'); the executor's shows the plan written at `turn`."
+    v = room_view(st)
+    rows = [f"{'at ' if r == v.here else ''}{r}: {_contents(s)}" for r, s in v.receptacles.items()
+            if isinstance(s, list) or (r == v.here and s is not None)]
+    unseen = [r for r, s in v.receptacles.items() if not isinstance(s, list) and r != v.here]
+    hold = ', '.join(f"{v.status[o]} {o}" if o in v.status else o for o in st.inventory) or 'nothing'
+    lines = [COMPACT_TASK + compact_task(st.task), *rows, f"unseen: {', '.join(unseen) or '-'}", f"hold: {hold}",
+             f"cmds: {'|'.join(short_commands(st.admissible))}"]
+    if role == 'executor':
+        fresh = st.plan and (turn is None or st.plan_turn == turn)
+        lines.append(f"plan: {st.plan[0] if fresh else '-'}")
+    return '\n'.join(lines)
+
+# %% ../../../nbs/envs/alfworld/175_prompts.ipynb #4e7868c2
+def read_compact(text:str) -> dict:
+    "The facts of a compact prompt (the inverse of `compact_prompt`); `receptacles` seen first, `commands` with the `go to`s."
+    out = {'task': '', 'receptacles': {}, 'here': None, 'hold': [], 'commands': [], 'plan': None}
+    cmds, unseen = [], []
+    for line in text.splitlines():
+        key, _, val = line.partition(': ')
+        place = key[3:] if key.startswith('at ') else key
+        if key == 'task': out['task'] = val
+        elif key == 'unseen': unseen = [] if val == '-' else val.split(', ')
+        elif key == 'hold': out['hold'] = [] if val == 'nothing' else val.split(', ')
+        elif key == 'cmds': cmds = [c for c in val.split('|') if c]
+        elif key == 'plan': out['plan'] = None if val == '-' else val
+        elif _NAMES.fullmatch(place):
+            if place != key: out['here'] = place
+            out['receptacles'][place] = val if val == 'closed' else [] if val == 'nothing' else val.split(', ')
+    out['receptacles'].update((r, None) for r in unseen)
+    out['commands'] = [f"go to {r}" for r in out['receptacles'] if r != out['here']] + cmds
+    return out

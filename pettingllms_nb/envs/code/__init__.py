@@ -11,13 +11,14 @@ __all__ = []
 from ...core.registry import lazy_exports
 
 _PARTS = {'state': ['CodeState'],
-          'prompts': ['CODER_INTRO', 'TESTER_INTRO', 'coder_prompt', 'single_prompt', 'tester_prompt'],
+          'prompts': ['CODER_INTRO', 'PROMPT_STYLES', 'TESTER_INTRO', 'coder_prompt', 'compact_coder_prompt',
+                      'compact_single_prompt', 'compact_tester_prompt', 'single_prompt', 'tester_prompt'],
           'env': ['CODE_DATASETS', 'CodeEnv', 'GroundTruth', 'REWARD_TESTS', 'run_ground_truth'],
           'render': ['code_html'],
-          'oracle': ['HACKS', 'code_reply', 'hack_policy', 'oracle_policy', 'refine_policy', 'tests_reply',
-                     'wrong_program'],
+          'oracle': ['HACKS', 'code_reply', 'compact_reply', 'hack_policy', 'oracle_policy', 'random_policy',
+                     'refine_policy', 'tests_reply', 'wrong_program'],
           'agents': ['CODER_REWARDS', 'CodeGenerator', 'CodeSingleAgent', 'MAX_CODE_CHARS', 'TESTER_REWARDS',
-                     'TestGenerator', 'code_scores']}
+                     'TestGenerator', 'code_scores', 'compact_program', 'compact_tests']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.code', _PARTS)
 
 # %% ../../../nbs/envs/code/index.ipynb #9d72a2af

@@ -6,21 +6,22 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/code_agents.html
 
 # %% ../../../nbs/envs/code/149_code_agents.ipynb #5dad8a44
 from __future__ import annotations
-import asyncio
+import ast, asyncio, warnings
 from fastcore.basics import patch
 from ...core.agent import Agent
-from ...core.parsing import extract_program
+from ...core.parsing import FormatError, clip, extract_program, parse_window
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_agent
 from ...sandbox import program as _program
 from .judge import judge_tests, check_tests, parse_tests, MAX_TESTS, _jsonable
 from .prompts import coder_prompt, tester_prompt, single_prompt
+from .prompts import compact_coder_prompt, compact_tester_prompt, compact_single_prompt
 from .env import CodeEnv, run_ground_truth, _rate, _programs
 from ...core.params import Param, declare_params
 
 # %% auto #0
-__all__ = ['CODER_REWARDS', 'TESTER_REWARDS', 'MAX_CODE_CHARS', 'CodeGenerator', 'TestGenerator', 'CodeSingleAgent',
-           'code_scores']
+__all__ = ['CODER_REWARDS', 'TESTER_REWARDS', 'MAX_COMPACT_CHARS', 'MAX_CODE_CHARS', 'compact_program', 'compact_tests',
+           'CodeGenerator', 'TestGenerator', 'CodeSingleAgent', 'code_scores']
 
 # %% ../../../nbs/envs/code/149_code_agents.ipynb #2ff66707
 def _format(env, a): return -1.0 if a.format_error else 0.0
@@ -59,6 +60,43 @@ def _infra(runs:int, why:str|None=None) -> str|None:
     "The `infra_error` of a step whose sandbox failed on `runs` runs, saying why (None when it never failed)."
     return f"the sandbox failed on {runs} run(s) of this step" + (f": {why}" if why else '') if runs else None
 
+# %% ../../../nbs/envs/code/149_code_agents.ipynb #c555eea5
+MAX_COMPACT_CHARS = 200   # the longest line a compact reply may have
+
+def _compact_line(response) -> str:
+    "The first non-empty line of a compact reply, stripped; a `FormatError` when there is none or it is too long."
+    line = parse_window(response).strip().split('\n', 1)[0].strip()
+    if not line: raise FormatError("empty reply: write one line")
+    if len(line) > MAX_COMPACT_CHARS: raise FormatError(f"the line is longer than {MAX_COMPACT_CHARS} characters")
+    return line
+
+def compact_program(response:str,    # a compact coder reply: `return <expression>`, or the whole `def f(x): return ...`
+                    fn_name:str='f', # the function the task asks for
+                   ) -> str:         # the program, one line: `def f(x): return ...`
+    "The one-line program of a compact reply, parsed (never run); a `FormatError` for anything else."
+    line, head = _compact_line(response), f"def {fn_name}(x):"
+    body = line[len(head):].strip() if line.startswith(head) else line
+    program = f"{head} {body}"
+    try:
+        with warnings.catch_warnings():   # garbage is a format error, not a warning
+            warnings.simplefilter('ignore', SyntaxWarning)
+            tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise FormatError(f"not one line of Python after `{head}`: {clip(body, 60)!r}") from None
+    fn = tree.body[0] if len(tree.body) == 1 else None
+    if not (isinstance(fn, ast.FunctionDef) and len(fn.body) == 1 and isinstance(fn.body[0], ast.Return)):
+        raise FormatError(f"expected one `return <expression>` after `{head}`, got {clip(body, 60)!r}")
+    return program
+
+def compact_tests(response:str,    # a compact tester reply: `f(<literals>)==<literal>`, with or without `assert`
+                  fn_name:str='f', # the function the test calls
+                 ) -> tuple[list, list]:   # (the one valid test, invalid ones), as `parse_tests` gives them
+    "The one test of a compact reply, parsed without `eval`; a `FormatError` when it holds no valid test."
+    line = _compact_line(response)
+    valid, invalid = parse_tests(line if line.startswith('assert') else f"assert {line}", 'call', fn_name, 1)
+    if not valid: raise FormatError(invalid[0]['why'] if invalid else f"expected `{fn_name}(<arguments>)==<value>`")
+    return valid, invalid
+
 # %% ../../../nbs/envs/code/149_code_agents.ipynb #34672d05
 MAX_CODE_CHARS = _program.MAX_CODE_CHARS   # the longest program a model may write (the sandbox's cap)
 
@@ -66,12 +104,22 @@ class CodeGenerator(Agent):
     "Writes the program (turn 0), then refines it from the test generator's tests and their results."
     reward_spec = CODER_REWARDS
     uses_sandbox = True  # its programs run in the sandbox: the trainer checks it with canaries
+    _compact, _fn_name = False, ''   # the prompt style and function of the current problem (set by `update_from_env`)
 
 @patch
-def build_prompt(self:CodeGenerator, env, turn_idx:int) -> str: return coder_prompt(env.state, turn_idx)
+def build_prompt(self:CodeGenerator, env, turn_idx:int) -> str:
+    if env.prompt_style == 'compact': return compact_coder_prompt(env.state, turn_idx)
+    return coder_prompt(env.state, turn_idx)
 
 @patch
-def parse(self:CodeGenerator, response:str) -> str: return extract_program(response, MAX_CODE_CHARS)
+def update_from_env(self:CodeGenerator, env, turn_idx:int):
+    self._compact, self._fn_name = env.prompt_style == 'compact', env.state.fn_name   # what `parse` needs
+    return Agent.update_from_env(self, env, turn_idx)
+
+@patch
+def parse(self:CodeGenerator, response:str) -> str:
+    if self._compact: return compact_program(response, self._fn_name)
+    return extract_program(response, MAX_CODE_CHARS)
 
 # %% ../../../nbs/envs/code/149_code_agents.ipynb #fc140901
 @patch
@@ -96,22 +144,26 @@ class TestGenerator(Agent):
     reward_spec = TESTER_REWARDS
     uses_sandbox = True  # its tests run in the sandbox
     __test__ = False     # not a pytest test class, despite its name
+    _compact = False     # compact prompts and replies (set by `update_from_env`)
 
 @patch(as_prop=True)
 def max_tests(self:TestGenerator) -> int: return int(self.config.get('max_tests', MAX_TESTS))
 
 @patch
 def build_prompt(self:TestGenerator, env, turn_idx:int) -> str:
+    if env.prompt_style == 'compact': return compact_tester_prompt(env.state, turn_idx)
     return tester_prompt(env.state, turn_idx, self.max_tests)
 
 @patch
 def update_from_env(self:TestGenerator, env, turn_idx:int):
     self._style, self._fn_name = env.state.style, env.state.fn_name   # what `parse` needs to read the tests
+    self._compact = env.prompt_style == 'compact'
     return Agent.update_from_env(self, env, turn_idx)
 
 @patch
 def parse(self:TestGenerator, response:str) -> dict:
-    valid, invalid = parse_tests(response, self._style, self._fn_name, self.max_tests)
+    if self._compact: valid, invalid = compact_tests(response, self._fn_name)
+    else: valid, invalid = parse_tests(response, self._style, self._fn_name, self.max_tests)
     return _jsonable({'tests': valid, 'invalid': invalid})   # as JSON data, so traces round-trip
 
 # %% ../../../nbs/envs/code/149_code_agents.ipynb #a0004a9d
@@ -157,7 +209,8 @@ register_agent("test_generator", env="code_env")(TestGenerator)
 @register_agent("code_single_agent", env="code_env")
 class CodeSingleAgent(CodeGenerator):
     "The single-agent baseline: writes one program alone; its first program is final."
-    def build_prompt(self, env, turn_idx:int) -> str: return single_prompt(env.state)
+    def build_prompt(self, env, turn_idx:int) -> str:
+        return compact_single_prompt(env.state) if env.prompt_style == 'compact' else single_prompt(env.state)
 
     async def step(self, env, worker=None):
         await super().step(env, worker)

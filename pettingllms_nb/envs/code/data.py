@@ -6,12 +6,13 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/code_data.html.m
 
 # %% ../../../nbs/envs/code/146_code_data.ipynb #7534c8d4
 from __future__ import annotations
-import base64, binascii, io, json, logging, pickle, zlib
+import base64, binascii, io, json, logging, pickle, random, zlib
 from dataclasses import dataclass
 from importlib import resources, util
 from pathlib import Path
 from typing import Callable
 
+from ...core.accessors import VAL_SEED_BASE
 from .judge import CHECKS
 from .literals import _is_literal, doctest_examples, humaneval_tests
 from ..math.data import read_records
@@ -20,9 +21,10 @@ _log = logging.getLogger(__name__)
 _all_ = ['humaneval_tests', 'doctest_examples']   # they live in `envs.code.literals`; still importable from here
 
 # %% auto #0
-__all__ = ['CODE_SOURCE_NAMES', 'CODE_FIELDS', 'STYLES', 'SPLITS', 'CODE_SOURCES', 'validate_problem', 'load_original',
-           'decode_lcb_tests', 'CodeSource', 'normalise_code_problem', 'humaneval_package_file', 'load_code_problems',
-           'encode_lcb_tests', 'humaneval_tests', 'doctest_examples']
+__all__ = ['CODE_SOURCE_NAMES', 'CODE_FIELDS', 'STYLES', 'SPLITS', 'GENERATED_FAMILIES', 'GENERATED_RULES', 'GENERATED_EXAMPLE',
+           'GENERATED_HIDDEN', 'GENERATED_FN', 'CODE_SOURCES', 'validate_problem', 'load_original', 'TaskFamily',
+           'generated_task', 'decode_lcb_tests', 'CodeSource', 'normalise_code_problem', 'humaneval_package_file',
+           'load_code_problems', 'encode_lcb_tests', 'humaneval_tests', 'doctest_examples']
 
 # %% ../../../nbs/envs/code/146_code_data.ipynb #8fcc7746
 CODE_SOURCE_NAMES = ('apps', 'codecontests', 'livecodebench', 'humaneval')
@@ -80,6 +82,67 @@ def load_original() -> list[dict]:
     "The shipped original problems (`pettingllms_nb/data/code/original.jsonl`), validated."
     with resources.files('pettingllms_nb').joinpath('data/code/original.jsonl').open(encoding='utf-8') as f:
         return [validate_problem(json.loads(l)) for l in f if l.strip()]
+
+# %% ../../../nbs/envs/code/146_code_data.ipynb #ac1d437e
+@dataclass(frozen=True)
+class TaskFamily:
+    "A family of generated one-line tasks: the text the agents read and its solution, both with a parameter `k`."
+    name: str           # e.g. 'add' (the problem's `difficulty`)
+    text: str           # the task as the agents read it, with `{k}` for the parameter
+    body: str           # the solution's one line after `def f(x):`, with `{k}`
+    answer: Callable    # (x, k) -> the expected value, computed here on the trusted side
+    kind: str           # what the argument `x` is: 'list' (of digits) or 'str' (of letters)
+    params: tuple       # the values `k` takes
+
+    def task(self, k) -> str: return self.text.format(k=k)
+    def solution(self, k) -> str: return self.body.format(k=k)
+
+_DIGITS, _LOW = tuple(range(1, 10)), tuple(range(0, 9))
+GENERATED_FAMILIES = (
+    TaskFamily('add', "add {k} to each item", "return [v+{k} for v in x]", lambda x, k: [v + k for v in x], 'list', _DIGITS),
+    TaskFamily('subtract', "subtract {k} from each item", "return [v-{k} for v in x]", lambda x, k: [v - k for v in x],
+               'list', _DIGITS),
+    TaskFamily('multiply', "multiply each item by {k}", "return [v*{k} for v in x]", lambda x, k: [v * k for v in x],
+               'list', _DIGITS[1:]),
+    TaskFamily('above', "keep items above {k}", "return [v for v in x if v>{k}]", lambda x, k: [v for v in x if v > k],
+               'list', _LOW),
+    TaskFamily('below', "keep items below {k}", "return [v for v in x if v<{k}]", lambda x, k: [v for v in x if v < k],
+               'list', _DIGITS),
+    TaskFamily('reverse', "reverse the string", "return x[::-1]", lambda x, k: x[::-1], 'str', ('',)),
+    TaskFamily('repeat', "repeat the string {k} times", "return x*{k}", lambda x, k: x * k, 'str', (2, 3, 4, 5)),
+    TaskFamily('count', "count the letter {k}", "return x.count('{k}')", lambda x, k: x.count(k), 'str', tuple('abcd')),
+    TaskFamily('prefix', "keep the first {k} letters", "return x[:{k}]", lambda x, k: x[:k], 'str', (2, 3, 4)),
+)
+GENERATED_RULES = {f.task(k): (f, k) for f in GENERATED_FAMILIES for k in f.params}   # task text -> (family, k)
+
+# %% ../../../nbs/envs/code/146_code_data.ipynb #a4d302ed
+GENERATED_EXAMPLE = {'list': [1, 5, 9], 'str': 'abca'}   # the public example's input, per kind
+GENERATED_HIDDEN = 3                                     # hidden tests per task
+GENERATED_FN = 'f'                                       # the function every generated task asks for
+
+def _draw(rng:random.Random, kind:str):
+    if kind == 'list': return [rng.randrange(10) for _ in range(rng.randint(2, 5))]
+    return ''.join(rng.choice('abcd') for _ in range(rng.randint(2, 6)))
+
+def _hidden_inputs(rng:random.Random, fam:TaskFamily, k) -> list:
+    "Inputs on which every other rule of the same kind gives another answer somewhere (drawn again until they do)."
+    rivals = [(f, j) for f, j in GENERATED_RULES.values() if f.kind == fam.kind and (f, j) != (fam, k)]
+    for _ in range(200):
+        xs = [_draw(rng, fam.kind) for _ in range(GENERATED_HIDDEN)]
+        if all(any(f.answer(x, j) != fam.answer(x, k) for x in xs) for f, j in rivals): break
+    return xs
+
+def generated_task(seed:int,   # the task: the same seed, the same task; held-out seeds start at VAL_SEED_BASE
+                  ) -> dict:
+    "The generated one-line task of `seed`, in the code-problem schema (validated)."
+    rng = random.Random(f"code-gen|{seed}")
+    fam = rng.choice(GENERATED_FAMILIES)
+    k = rng.choice(fam.params)
+    test = lambda x: {'input': [x], 'output': fam.answer(x, k)}
+    return validate_problem(dict(
+        id=f"gen-{seed}", source='generated', problem=fam.task(k), style='call', fn_name=GENERATED_FN, starter_code='',
+        public_tests=[test(GENERATED_EXAMPLE[fam.kind])], hidden_tests=[test(x) for x in _hidden_inputs(rng, fam, k)],
+        solutions=[f"def {GENERATED_FN}(x): {fam.solution(k)}"], difficulty=fam.name, split='train' if seed < VAL_SEED_BASE else 'test'))
 
 # %% ../../../nbs/envs/code/146_code_data.ipynb #3178b43a
 def _lines(x) -> str:

@@ -14,6 +14,7 @@ from ...core.registry import register_env
 from ...sandbox.program import ProgramResult, arun_program
 from .state import CodeState
 from .judge import judge_tests, pass_rate
+from .prompts import PROMPT_STYLES
 
 _log = logging.getLogger(__name__)
 from pathlib import Path
@@ -27,12 +28,22 @@ _PROBLEM_BY_TEXT: dict[str, dict] = {}   # statement -> problem, for scripted po
 
 def _problems(dataset:str|list, path=None, split:str|None=None) -> list[dict]:
     from pettingllms_nb.envs.code.data import load_code_problems, validate_problem
+    if dataset == 'generated': return []   # one task per seed, drawn in `make_state` (see below)
     if isinstance(dataset, (list, tuple)): rows = [validate_problem(r) for r in dataset]   # your own: same schema
     else: rows = load_code_problems(dataset, path=path, **({'split': split} if split else {}))   # loaders validate
     name = dataset if isinstance(dataset, str) else '(list)'
     if not rows: raise ValueError(f"code_env: dataset {name} has no problems")
     for r in rows: _PROBLEM_BY_TEXT[r['problem']] = r
     return rows
+
+# %% ../../../nbs/envs/code/147_code_env.ipynb #58044d90
+from .data import generated_task
+
+def _generated(seed:int) -> dict:
+    "The generated task of `seed`, made known to the scripted policies by its text."
+    p = generated_task(seed)
+    _PROBLEM_BY_TEXT.setdefault(p['problem'], p)
+    return p
 
 # %% ../../../nbs/envs/code/147_code_env.ipynb #4532ee35
 REWARD_TESTS = ('hidden', 'public', 'all')
@@ -49,25 +60,32 @@ class CodeEnv(Env):
                  reward_tests:str='hidden',   # which ground-truth tests score: see `REWARD_TESTS`
                  max_gt_tests:int=20,         # at most this many hidden tests run per program (the first ones)
                  time_limit:float=2.0,        # CPU seconds per test run
-                 memory_limit:int=256):       # MiB per test run
+                 memory_limit:int=256,        # MiB per test run
+                 prompt_style:str='full'):    # 'full', or 'compact' for tiny models (generated tasks only)
         if reward_tests not in REWARD_TESTS:
             raise ValueError(f"code_env: reward_tests={reward_tests!r}; expected one of {REWARD_TESTS}")
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"code_env: prompt_style={prompt_style!r}; expected one of {PROMPT_STYLES}")
+        if prompt_style == 'compact' and dataset != 'generated':
+            raise ValueError("code_env: prompt_style='compact' shows one-line tasks of one argument; "
+                             "it needs dataset='generated' (env.source=generated)")
+        self.generated, self.prompt_style = dataset == 'generated', prompt_style
         self.problems = _problems(dataset, path, split)
         self.by_id = {r['id']: r for r in self.problems}
         self.reward_tests, self.max_gt_tests = reward_tests, max_gt_tests
         self.limits = dict(time_limit=time_limit, memory_limit=memory_limit)
         super().__init__(max_turns=max_turns, dataset=dataset if isinstance(dataset, str) else 'list',
-                         reward_tests=reward_tests)
+                         reward_tests=reward_tests, prompt_style=prompt_style)
 
     def make_state(self, rng:random.Random) -> CodeState:
-        p = self.problems[self.seed % len(self.problems)]
+        p = _generated(self.seed) if self.generated else self.problems[self.seed % len(self.problems)]
         return CodeState(problem=p['problem'], source=p.get('source', ''), problem_id=p['id'], style=p['style'],
                          fn_name=p.get('fn_name') or '', starter_code=p.get('starter_code') or '')
 
 # %% ../../../nbs/envs/code/147_code_env.ipynb #ee02963a
 from .data import CODE_SOURCE_NAMES
 
-CODE_DATASETS = ('original', *CODE_SOURCE_NAMES)   # the problems shipped here, and `envs.code.data`'s sources
+CODE_DATASETS = ('original', 'generated', *CODE_SOURCE_NAMES)   # shipped, generated, and `envs.code.data`'s sources
 
 declare_params(CodeEnv,
                dataset=Param((str, list), doc=f"a source {list(CODE_DATASETS)}, or a list of problems in the code schema"),
@@ -76,14 +94,19 @@ declare_params(CodeEnv,
                reward_tests=Param(str, choices=REWARD_TESTS, doc='which ground-truth tests score'),
                max_gt_tests=Param(int, ge=1, doc='hidden tests run per program, at most'),
                time_limit=Param(float, gt=0, le=600, doc='CPU seconds per test run'),
-               memory_limit=Param(int, ge=16, le=65536, doc='MiB per test run'))
+               memory_limit=Param(int, ge=16, le=65536, doc='MiB per test run'),
+               prompt_style=Param(str, choices=PROMPT_STYLES, doc="full text, or compact for tiny models (generated tasks)"))
 
 @patch(cls_method=True)
 def check_rules(cls:CodeEnv, params:dict, key=str) -> list[str]:
-    "A known source, and files that exist."
+    "A known source, files that exist, and compact prompts only for the generated one-line tasks."
     ds, path = params.get('dataset', 'original'), params.get('path')
     if isinstance(ds, str) and ds not in CODE_DATASETS:
         return [f"{key('dataset')}={ds!r}: allowed values are {list(CODE_DATASETS)} (or a list of problems)"]
+    given = params.get('dataset')   # absent when env.source names a data source: `CodeEnv` itself refuses that
+    if params.get('prompt_style') == 'compact' and given is not None and given != 'generated':
+        return [f"{key('prompt_style')}='compact': shows one-line tasks of one argument; allowed only with "
+                f"{key('dataset')}='generated', not {given if isinstance(given, str) else 'a list'!r}"]
     missing = [p for p in ([] if path is None else [path] if isinstance(path, str) else path) if not Path(p).exists()]
     return [f"{key('path')}={path!r}: no such file {missing[0]!r}"] if missing else []
 
@@ -91,7 +114,8 @@ def check_rules(cls:CodeEnv, params:dict, key=str) -> list[str]:
 @patch(as_prop=True)
 def gold(self:CodeEnv) -> dict:
     "The current problem, hidden tests and solutions included (for judging; never in the state or a prompt)."
-    return self.by_id[self.state.problem_id]
+    pid = self.state.problem_id
+    return generated_task(int(pid.removeprefix('gen-'))) if self.generated else self.by_id[pid]
 
 @patch
 def problem_key(self:CodeEnv) -> str: return f"{self.state.source}/{self.state.problem_id}"

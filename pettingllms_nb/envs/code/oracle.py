@@ -1,4 +1,4 @@
-"""`oracle_policy` writes the reference solution and tests from the public examples, `refine_policy` writes a wrong program first and the reference once it has seen a failing test, `hack_policy(kind)` plays the hacks a model under RL tries; with the reply writers they use.
+"""`oracle_policy` writes the reference solution and tests from the public examples, `refine_policy` writes a wrong program first and the reference once it has seen a failing test, `random_policy` answers in the right format with the wrong content, `hack_policy(kind)` plays the hacks a model under RL tries; with the reply writers they use, in the full and the compact style.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/code_oracle.html.md"""
 
@@ -6,12 +6,15 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/code_oracle.html
 
 # %% ../../../nbs/envs/code/148_code_oracle.ipynb #24b360ac
 from __future__ import annotations
-import re
+import random, re
 from ...core.registry import register_scripted
+from .data import GENERATED_EXAMPLE, GENERATED_FN, GENERATED_RULES
+from .prompts import compact_test
 from .env import _PROBLEM_BY_TEXT
 
 # %% auto #0
-__all__ = ['HACKS', 'tests_reply', 'code_reply', 'wrong_program', 'oracle_policy', 'refine_policy', 'hack_policy']
+__all__ = ['HACKS', 'tests_reply', 'code_reply', 'wrong_program', 'compact_reply', 'oracle_policy', 'refine_policy',
+           'random_policy', 'hack_policy']
 
 # %% ../../../nbs/envs/code/148_code_oracle.ipynb #2ff7cf25
 def _problem_of(text:str) -> dict:
@@ -37,23 +40,65 @@ def wrong_program(p:dict) -> str:
         return f"class Solution:\n    def {p['fn_name']}(self, *args):\n        return None"
     return f"def {p['fn_name']}(*args):\n    return None"
 
+# %% ../../../nbs/envs/code/148_code_oracle.ipynb #82fea766
+def _compact_task(text:str) -> str|None:
+    "The task of a compact prompt (its first line after `task:`), or None for a full prompt."
+    return text[5:].split('\n', 1)[0] if text.startswith('task:') else None
+
+def _rule_of(task:str) -> tuple:
+    if task not in GENERATED_RULES: raise KeyError(f"not a generated code_env task: {task[:60]!r}")
+    return GENERATED_RULES[task]
+
+def compact_reply(role:str,   # the agent the reply is for: 'test_generator', or a coder
+                  family,     # a `code.data.TaskFamily`
+                  k,          # its parameter
+                 ) -> str:    # the coder's line after `def f(x):`, or the tester's one assertion
+    "What a compact prompt asks of `role` for the rule (`family`, `k`), answered right."
+    if role != 'test_generator': return family.solution(k)
+    x = GENERATED_EXAMPLE[family.kind]
+    return compact_test(GENERATED_FN, [x], family.answer(x, k))
+
 # %% ../../../nbs/envs/code/148_code_oracle.ipynb #2f17ff5f
 @register_scripted('code_env', 'oracle')
-def oracle_policy(request  # a `code_env` request for a problem a `CodeEnv` has loaded; the role: 'test_generator' or the coder
+def oracle_policy(request  # a `code_env` request: compact (a generated task), or full for a problem a `CodeEnv` has loaded
                  ) -> str: # the reply, as a model would write it
-    "Reference solution for the coder, the public examples as tests for the tester."
+    "Reference solution for the coder, the public examples as tests for the tester (compact: one line each)."
+    if (task := _compact_task(request.text)) is not None: return compact_reply(request.role, *_rule_of(task))
     p = _problem_of(request.text)
     if request.role == 'test_generator': return tests_reply(p)
     return code_reply(p['solutions'][0], "Reference solution.")
 
 @register_scripted('code_env', 'refine')
-def refine_policy(request  # a `code_env` request; the coder's prompt shows earlier test results (a failing one: 'Test N [WA]')
+def refine_policy(request  # a `code_env` request; the coder's prompt shows earlier test results (a failing one: 'Test N [WA]', compact: 'fail:')
                  ) -> str: # the reply, as a model would write it
     "A wrong program first; the reference once the prompt shows a failing test. Tests: the public examples."
+    if (task := _compact_task(request.text)) is not None:
+        fixed = request.role == 'test_generator' or '\nfail:' in request.text
+        return compact_reply(request.role, *_rule_of(task)) if fixed else 'return x'
     p = _problem_of(request.text)
     if request.role == 'test_generator': return tests_reply(p)
     failing = re.search(r"^Test \d+ \[(?!AC)", request.text, re.M)
     return code_reply(p['solutions'][0] if failing else wrong_program(p), "Fixed." if failing else "First try.")
+
+# %% ../../../nbs/envs/code/148_code_oracle.ipynb #cdd46756
+def _random_tests(p:dict, rng:random.Random) -> str:
+    "The public examples' inputs with made-up expected values, in the problem's format."
+    made_up = [{'input': t['input'], 'output': f"{rng.randint(0, 9)}\n" if p['style'] == 'stdio' else rng.randint(0, 9)}
+               for t in p['public_tests']]
+    return tests_reply(p, made_up)
+
+_RULES = list(GENERATED_RULES.values())
+
+@register_scripted('code_env', 'random')
+def random_policy(request,            # a `code_env` request: compact (a generated task), or full for a loaded problem
+                  rng:random.Random,  # seeded by `ScriptedPolicy` from the policy's seed and the request's identity
+                 ) -> str:            # the reply, in the format the prompt asks for
+    "A reply of the right format with the wrong content: a random rule's answer (compact), or a program returning nothing."
+    if _compact_task(request.text) is not None:
+        return compact_reply(request.role, *rng.choice(_RULES))
+    p = _problem_of(request.text)
+    if request.role == 'test_generator': return _random_tests(p, rng)
+    return code_reply(wrong_program(p), "A guess.")
 
 # %% ../../../nbs/envs/code/148_code_oracle.ipynb #da15fa2c
 HACKS = ('exit', 'always_equal', 'read_expected', 'print_examples')

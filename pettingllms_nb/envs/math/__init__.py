@@ -11,13 +11,14 @@ __all__ = []
 from ...core.registry import lazy_exports
 
 _PARTS = {'state': ['MathState'],
-          'prompts': ['ANSWER_FORMAT', 'OK_VERDICTS', 'REASONING_INTRO', 'TOOL_INTRO', 'reasoning_prompt',
-                      'single_prompt', 'tool_prompt'],
-          'env': ['MATH_DATASETS', 'MathEnv'],
+          'prompts': ['ANSWER_FORMAT', 'COMPACT_OUTPUT', 'COMPACT_ROLES', 'OK_VERDICTS', 'REASONING_INTRO', 'TOOL_INTRO',
+                      'compact_output', 'compact_prompt', 'reasoning_prompt', 'single_prompt', 'tool_prompt'],
+          'env': ['MATH_DATASETS', 'MathEnv', 'PROMPT_STYLES'],
           'render': ['math_html'],
-          'oracle': ['oracle_policy', 'random_policy', 'respond'],
-          'agents': ['INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathSingleAgent', 'REASONING_REWARDS', 'ReasoningGenerator',
-                     'TOOL_REWARDS', 'ToolGenerator', 'default_worker', 'parse_boxed_answer', 'tool_answer_of']}
+          'oracle': ['oracle_policy', 'prompt_style_of', 'random_policy', 'respond'],
+          'agents': ['COMPACT_ANSWER_CHARS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'MathSingleAgent', 'REASONING_REWARDS',
+                     'ReasoningGenerator', 'TOOL_REWARDS', 'ToolGenerator', 'compact_program', 'default_worker',
+                     'parse_boxed_answer', 'parse_compact_answer', 'tool_answer_of']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.math', _PARTS)
 
 # %% ../../../nbs/envs/math/index.ipynb #3c42e866

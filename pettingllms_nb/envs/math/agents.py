@@ -1,4 +1,4 @@
-r"""`tool_generator` writes a program that runs only in the sandbox, `reasoning_generator` answers in `\boxed{}` after reading its output, `math_single_agent` answers alone; each with its reward terms, and an infrastructure failure marked, never scored.
+r"""`tool_generator` writes a program that runs only in the sandbox, `reasoning_generator` answers in `\boxed{}` after reading its output, `math_single_agent` answers alone; each with its reward terms, and an infrastructure failure marked, never scored. In the compact style, a bare program line and a bare answer.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_agents.html.md"""
 
@@ -6,21 +6,22 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_agents.html
 
 # %% ../../../nbs/envs/math/133_math_agents.ipynb #eb53dea1
 from __future__ import annotations
-import asyncio
+import ast, asyncio, re, warnings
 from fastcore.basics import patch
 from ...core.agent import Agent
-from ...core.parsing import FormatError, extract_boxed, extract_program, clip
+from ...core.parsing import FormatError, extract_boxed, extract_code, extract_program, clip
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_agent
 from ...sandbox import program as _program
 from ...sandbox.program import arun_program
 from .checker import MAX_ANSWER_CHARS, answer_text, explain_many
-from .prompts import tool_prompt, reasoning_prompt, single_prompt
+from .prompts import tool_prompt, reasoning_prompt, single_prompt, compact_prompt
 from ...core.params import Param, declare_params
 
 # %% auto #0
-__all__ = ['MAX_CODE_CHARS', 'INFRA_VERDICTS', 'default_worker', 'TOOL_REWARDS', 'REASONING_REWARDS', 'tool_answer_of',
-           'ToolGenerator', 'parse_boxed_answer', 'ReasoningGenerator', 'MathSingleAgent']
+__all__ = ['MAX_CODE_CHARS', 'INFRA_VERDICTS', 'default_worker', 'COMPACT_ANSWER_CHARS', 'TOOL_REWARDS', 'REASONING_REWARDS',
+           'tool_answer_of', 'compact_program', 'parse_compact_answer', 'ToolGenerator', 'parse_boxed_answer',
+           'ReasoningGenerator', 'MathSingleAgent']
 
 # %% ../../../nbs/envs/math/133_math_agents.ipynb #0c2671ee
 async def _update_checks(env):
@@ -46,6 +47,40 @@ def tool_answer_of(stdout:str) -> str|None:
     if not lines: return None
     try: return answer_text(s if '\\boxed' in s else lines[-1])
     except FormatError: return None
+
+# %% ../../../nbs/envs/math/133_math_agents.ipynb #bd064f79
+COMPACT_ANSWER_CHARS = 16   # the longest bare answer a compact reply may give
+_BARE_ANSWER = re.compile(r"[\w+\-*/^.,()\[\]{}\\=!]+", re.ASCII)   # what a bare answer is made of (19, -4, 5/6, \frac{5}{6})
+
+def compact_program(response  # a compact tool reply: a bare program (or one fenced block)
+                   ) -> str:  # the program, for the sandbox
+    "The program of a compact tool reply; a `FormatError` unless it parses as Python and calls something."
+    if not isinstance(response, str): raise FormatError(f"response must be a string, got {type(response).__name__}")
+    if len(response) > MAX_CODE_CHARS: raise FormatError(f"program too long ({len(response)} > {MAX_CODE_CHARS} characters)")
+    code = extract_code(response) if '```' in response else response.strip()
+    if not code: raise FormatError("empty reply; expected a one-line program such as print(3*7-2)")
+    try:
+        with warnings.catch_warnings():   # a model's garbage (`1L`, `'\l'`) is a format error, not a warning in the log
+            warnings.simplefilter('ignore')
+            tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise FormatError(f"not a Python program ({type(e).__name__}: {str(e)[:80]})") from None
+    if not any(isinstance(n, ast.Call) for n in ast.walk(tree)):
+        raise FormatError("the program calls nothing, so it prints nothing; expected e.g. print(3*7-2)")
+    return code
+
+def parse_compact_answer(response  # a compact reply of the reasoning or the single agent: a bare answer
+                        ) -> str:  # the answer
+    "The bare answer of a compact reply; a `FormatError` if it is empty, long, not one bare token, or no answer."
+    if not isinstance(response, str): raise FormatError(f"response must be a string, got {type(response).__name__}")
+    if len(response) > 4 * COMPACT_ANSWER_CHARS:
+        raise FormatError(f"reply too long ({len(response)} characters); expected a bare answer such as 19")
+    ans = response.strip()
+    if not ans: raise FormatError("empty answer; expected a bare answer such as 19")
+    if len(ans) > COMPACT_ANSWER_CHARS: raise FormatError(f"answer too long ({len(ans)} > {COMPACT_ANSWER_CHARS} characters)")
+    if not _BARE_ANSWER.fullmatch(ans):
+        raise FormatError(f"expected one bare answer such as 19 (no spaces, quotes, backticks or markup), got {ans!r}")
+    return answer_text(ans)
 
 # %% ../../../nbs/envs/math/133_math_agents.ipynb #ae3cb4f7
 def _format(env, a): return -1.0 if a.format_error else 0.0
@@ -75,15 +110,19 @@ class ToolGenerator(Agent):
     "Writes a Python program that prints the answer; the program runs only in the sandbox worker."
     reward_spec = TOOL_REWARDS
     uses_sandbox = True  # its programs run in the sandbox: the trainer checks it with canaries
+    compact = False      # the env's prompts are compact (set by `build_prompt`): replies are bare
 
 @patch(as_prop=True)
 def time_limit(self:ToolGenerator) -> float: return float(self.config.get('time_limit', 5.0))
 
 @patch
-def build_prompt(self:ToolGenerator, env, turn_idx:int) -> str: return tool_prompt(env.state, turn_idx, self.time_limit)
+def build_prompt(self:ToolGenerator, env, turn_idx:int) -> str:
+    self.compact = env.prompt_style == 'compact'
+    return compact_prompt('tool_generator', env.state) if self.compact else tool_prompt(env.state, turn_idx, self.time_limit)
 
 @patch
-def parse(self:ToolGenerator, response:str) -> str: return extract_program(response, MAX_CODE_CHARS)
+def parse(self:ToolGenerator, response:str) -> str:
+    return compact_program(response) if self.compact else extract_program(response, MAX_CODE_CHARS)
 
 # %% ../../../nbs/envs/math/133_math_agents.ipynb #f131cacf
 @patch
@@ -113,14 +152,18 @@ def parse_boxed_answer(response) -> str:
 
 # %% ../../../nbs/envs/math/133_math_agents.ipynb #7d7234e2
 class ReasoningGenerator(Agent):
-    "Reasons, reads the tool agent's output, and answers in `\\boxed{}`; its answer is the team's."
+    "Reasons, reads the tool agent's output, and answers in `\\boxed{}` (a bare answer when compact); its answer is the team's."
     reward_spec = REASONING_REWARDS
+    compact = False      # the env's prompts are compact (set by `build_prompt`): replies are bare
 
 @patch
-def build_prompt(self:ReasoningGenerator, env, turn_idx:int) -> str: return reasoning_prompt(env.state, turn_idx)
+def build_prompt(self:ReasoningGenerator, env, turn_idx:int) -> str:
+    self.compact = env.prompt_style == 'compact'
+    return compact_prompt('reasoning_generator', env.state) if self.compact else reasoning_prompt(env.state, turn_idx)
 
 @patch
-def parse(self:ReasoningGenerator, response:str) -> str: return parse_boxed_answer(response)
+def parse(self:ReasoningGenerator, response:str) -> str:
+    return parse_compact_answer(response) if self.compact else parse_boxed_answer(response)
 
 @patch
 async def step(self:ReasoningGenerator, env, worker=None):
@@ -136,8 +179,10 @@ register_agent("reasoning_generator", env="math_env")(ReasoningGenerator)
 # %% ../../../nbs/envs/math/133_math_agents.ipynb #3bcd58ff
 @register_agent("math_single_agent", env="math_env")
 class MathSingleAgent(ReasoningGenerator):
-    "The single-agent baseline: reasons alone and answers in `\\boxed{}`; its first answer is final."
-    def build_prompt(self, env, turn_idx:int) -> str: return single_prompt(env.state)
+    "The single-agent baseline: reasons alone and answers in `\\boxed{}` (a bare answer when compact); its first answer is final."
+    def build_prompt(self, env, turn_idx:int) -> str:
+        self.compact = env.prompt_style == 'compact'
+        return compact_prompt('math_single_agent', env.state) if self.compact else single_prompt(env.state)
 
     async def step(self, env, worker=None):
         await super().step(env, worker)

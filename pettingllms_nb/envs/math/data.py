@@ -1,4 +1,4 @@
-"""AIME 2024/2025 and OlympiadBench (test), Polaris and DAPO-Math (train), read from local files in their own column names (or from the hub when asked), normalised to `problem, answer, source, id`, and training sets decontaminated against the tests.
+"""AIME 2024/2025 and OlympiadBench (test), Polaris and DAPO-Math (train), read from local files in their own column names (or from the hub when asked), normalised to `problem, answer, source, id`, and training sets decontaminated against the tests; and a generated family of short word problems, one per seed, that a tiny model can learn.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_data.html.md"""
 
@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_data.html.m
 
 # %% ../../../nbs/envs/math/128_math_data.ipynb #08bb6fa8
 from __future__ import annotations
-import gzip, json, logging, re
+import gzip, json, logging, random, re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -15,8 +15,8 @@ from typing import Callable
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'MATH_SOURCES', 'read_records', 'MathSource', 'load_original', 'load_problems', 'normalise_problem',
-           'decontaminate']
+__all__ = ['log', 'MATH_SOURCES', 'GENERATED', 'WORD_TEMPLATES', 'read_records', 'MathSource', 'load_original', 'load_problems',
+           'normalise_problem', 'decontaminate', 'WordTemplate', 'generated_problem', 'solve_generated']
 
 # %% ../../../nbs/envs/math/128_math_data.ipynb #100dfaa7
 def read_records(path) -> list[dict]:
@@ -129,3 +129,72 @@ def decontaminate(train:list[dict], *tests:list[dict]) -> tuple[list[dict], int]
     removed = len(train) - len(kept)
     log.info("decontaminate: removed %d of %d training problems", removed, len(train))
     return kept, removed
+
+# %% ../../../nbs/envs/math/128_math_data.ipynb #7ad0b5fb
+GENERATED = 'generated'   # the source name of the generated problems (their uid is `generated/<seed>`)
+_NAMES = ('Ann', 'Bob', 'Sue', 'Tom', 'Eva', 'Max')
+_ITEMS = ('figs', 'nuts', 'eggs', 'buns', 'pies')
+
+@dataclass(frozen=True)
+class WordTemplate:
+    "One template of the generated family: its text, the program's expression, its numbers and its answer."
+    text: str            # the problem, with slots {name}, {item} and numbers {a}, {b}, {c}
+    expression: str      # what the one-line program prints, over the same number slots
+    draw: Callable       # rng -> (a, b, c)
+    answer: Callable     # (a, b, c) -> the integer answer
+
+# %% ../../../nbs/envs/math/128_math_data.ipynb #cf575af5
+def _bags(r):
+    a, b = r.randint(2, 9), r.randint(2, 9)
+    return a, b, r.randint(1, min(9, a * b - 1))
+
+def _line(r):
+    x, a, b = r.randint(2, 9), r.randint(2, 9), r.randint(1, 9)
+    return a, b, x * a + b
+
+WORD_TEMPLATES = {
+    'bags':  WordTemplate("{name} has {a} bags of {b} {item} and eats {c}. How many are left?", "{a}*{b}-{c}",
+                          _bags, lambda a, b, c: a * b - c),
+    'more':  WordTemplate("{name} has {a} {item} and gets {b} more. How many now?", "{a}+{b}",
+                          lambda r: (r.randint(10, 49), r.randint(2, 9), 0), lambda a, b, c: a + b),
+    'eats':  WordTemplate("{name} has {a} {item} and eats {b}. How many are left?", "{a}-{b}",
+                          lambda r: (r.randint(10, 49), r.randint(2, 9), 0), lambda a, b, c: a - b),
+    'boxes': WordTemplate("{a} boxes hold {b} {item} each. How many {item}?", "{a}*{b}",
+                          lambda r: (r.randint(2, 9), r.randint(2, 9), 0), lambda a, b, c: a * b),
+    'line':  WordTemplate("x*{a}+{b}={c}. x?", "({c}-{b})//{a}", _line, lambda a, b, c: (c - b) // a),
+    'sum':   WordTemplate("What is {a}+{b}+{c}?", "{a}+{b}+{c}",
+                          lambda r: (r.randint(2, 19), r.randint(2, 19), r.randint(2, 19)), lambda a, b, c: a + b + c),
+}
+
+# %% ../../../nbs/envs/math/128_math_data.ipynb #14cd8655
+def generated_problem(seed:int   # the problem: the same seed is always the same problem
+                     ) -> dict:  # {problem, answer, source, id, program}
+    "The generated word problem of `seed`, as a problem row with its one-line reference program."
+    rng = random.Random(f"math-gen|{seed}")
+    t = WORD_TEMPLATES[rng.choice(sorted(WORD_TEMPLATES))]
+    a, b, c = t.draw(rng)
+    nums = dict(a=a, b=b, c=c)
+    text = t.text.format(name=rng.choice(_NAMES), item=rng.choice(_ITEMS), **nums)
+    return {'problem': text, 'answer': str(t.answer(a, b, c)), 'source': GENERATED, 'id': str(seed),
+            'program': f"print({t.expression.format(**nums)})"}
+
+# %% ../../../nbs/envs/math/128_math_data.ipynb #1274ea93
+def _pattern(text:str) -> re.Pattern:
+    "A template's text as a regex: literal text, the word slots as alternatives, the number slots as named groups."
+    words = {'name': '|'.join(_NAMES), 'item': '|'.join(_ITEMS)}
+    parts = re.split(r"\{(\w+)\}", text)
+    return re.compile(''.join(re.escape(p) if i % 2 == 0 else f"(?:{words[p]})" if p in words else rf"(?P<{p}>\d+)"
+                              for i, p in enumerate(parts)))
+
+_PATTERNS = {name: _pattern(t.text) for name, t in WORD_TEMPLATES.items()}
+
+def solve_generated(text:str     # a problem's text
+                   ) -> dict|None: # {answer, program} of a generated problem, or None
+    "The answer and the reference program of the generated problem `text`, read from its text (None: not one)."
+    if not isinstance(text, str) or len(text) > 200: return None
+    for name, pat in _PATTERNS.items():
+        if m := pat.fullmatch(text):
+            t, nums = WORD_TEMPLATES[name], {k: int(v) for k, v in m.groupdict().items()}
+            a, b, c = (nums.get(k, 0) for k in 'abc')
+            return {'answer': str(t.answer(a, b, c)), 'program': f"print({t.expression.format(**nums)})"}
+    return None

@@ -11,18 +11,20 @@ from fastcore.basics import patch
 from ...core.env import Env
 from ...core.registry import register_env
 from .state import MathState
-from .data import load_problems
+from .data import load_problems, GENERATED, generated_problem
 from pathlib import Path
 from ...core.params import Param, declare_params
 from .data import MATH_SOURCES
 
 # %% auto #0
-__all__ = ['MATH_DATASETS', 'MathEnv']
+__all__ = ['PROMPT_STYLES', 'MATH_DATASETS', 'MathEnv']
 
 # %% ../../../nbs/envs/math/131_math_env.ipynb #e2af2e0e
 _GOLD_BY_TEXT: dict[str, str] = {}   # problem text -> gold, for scripted policies only (never shown to an agent)
 
-def _problems(dataset:str|list, path=None) -> list[dict]:
+def _problems(dataset:str|list, path=None) -> list[dict]|None:
+    "The problems of `dataset`, their golds noted for the scripted policies; None for the generated family."
+    if dataset == GENERATED: return None
     rows = list(dataset) if isinstance(dataset, (list, tuple)) else load_problems(dataset, path=path)
     name = dataset if isinstance(dataset, str) else '(list)'
     if not rows: raise ValueError(f"math_env: dataset {name} has no problems")
@@ -30,6 +32,8 @@ def _problems(dataset:str|list, path=None) -> list[dict]:
     return rows
 
 # %% ../../../nbs/envs/math/131_math_env.ipynb #9a0b2219
+PROMPT_STYLES = ('full', 'compact')
+
 @register_env("math_env")
 class MathEnv(Env):
     "A maths problem from a dataset, solved by a tool agent and a reasoning agent through one `MathState`."
@@ -38,20 +42,33 @@ class MathEnv(Env):
     default_max_turns = 3
     default_turn_order = ('tool_generator', 'reasoning_generator')
 
-    def __init__(self, dataset:str|list='original', path=None, max_turns:int|None=None):
-        self.problems = _problems(dataset, path)
-        self.gold_by_id = {r['id']: r['answer'] for r in self.problems}
-        super().__init__(max_turns=max_turns, dataset=dataset if isinstance(dataset, str) else 'list')
+    def __init__(self,
+                 dataset:str|list='original',  # a source name, 'generated', or a list of {problem, answer, id} rows
+                 path=None,                    # the source's file (every source but 'original' and 'generated')
+                 max_turns:int|None=None,
+                 prompt_style:str='full'):     # 'full', or 'compact' for tiny models
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"math_env: prompt_style={prompt_style!r}; allowed values are {list(PROMPT_STYLES)}")
+        self.problems, self.prompt_style = _problems(dataset, path), prompt_style
+        self.gold_by_id = {r['id']: r['answer'] for r in self.problems or ()}
+        super().__init__(max_turns=max_turns, dataset=dataset if isinstance(dataset, str) else 'list',
+                         prompt_style=prompt_style)
+
+    def problem(self, seed:int) -> dict:
+        "The problem row of `seed`."
+        return generated_problem(seed) if self.problems is None else self.problems[seed % len(self.problems)]
 
     def make_state(self, rng:random.Random) -> MathState:
-        p = self.problems[self.seed % len(self.problems)]
+        p = self.problem(self.seed)
         return MathState(problem=p['problem'], source=p['source'], problem_id=p['id'])
 
 # %% ../../../nbs/envs/math/131_math_env.ipynb #8edebb1b
 @patch(as_prop=True)
 def gold(self:MathEnv) -> str:
     "The current problem's answer (for the checker and rewards; never in the state or a prompt)."
-    return self.gold_by_id[self.state.problem_id]
+    st = self.state
+    if self.problems is None: return generated_problem(int(st.problem_id))['answer']
+    return self.gold_by_id[st.problem_id]
 
 @patch
 def problem_key(self:MathEnv) -> str: return f"{self.state.source}/{self.state.problem_id}"
@@ -68,11 +85,12 @@ def is_success(self:MathEnv) -> bool:
     return bool(st.reasoning_correct and final)
 
 # %% ../../../nbs/envs/math/131_math_env.ipynb #87e07d9e
-MATH_DATASETS = ('original', *sorted(MATH_SOURCES))
+MATH_DATASETS = ('original', GENERATED, *sorted(MATH_SOURCES))
 
 declare_params(MathEnv,
                dataset=Param((str, list), doc=f"a source {list(MATH_DATASETS)}, or a list of {{problem, answer, id}} rows"),
-               path=Param(str, optional=True, doc="the source's .jsonl/.parquet file (every source but 'original')"))
+               path=Param(str, optional=True, doc="the source's .jsonl/.parquet file (every source but 'original' and 'generated')"),
+               prompt_style=Param(str, choices=PROMPT_STYLES, doc='full text, or compact for tiny models'))
 
 @patch(cls_method=True)
 def check_rules(cls:MathEnv, params:dict, key=str) -> list[str]:
@@ -81,6 +99,6 @@ def check_rules(cls:MathEnv, params:dict, key=str) -> list[str]:
     if isinstance(ds, str) and ds not in MATH_DATASETS:
         return [f"{key('dataset')}={ds!r}: allowed values are {list(MATH_DATASETS)} (or a list of problems)"]
     if path is not None and not Path(path).exists(): return [f"{key('path')}={path!r}: no such file"]
-    if isinstance(ds, str) and ds != 'original' and path is None:
+    if isinstance(ds, str) and ds not in ('original', GENERATED) and path is None:
         return [f"{key('path')}=None: the {ds} source needs its file (a .jsonl or .parquet of its rows)"]
     return []

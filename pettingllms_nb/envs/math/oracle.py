@@ -1,4 +1,4 @@
-"""`oracle_policy` answers every problem a `MathEnv` has loaded, `random_policy` guesses integers, both in the format each agent's prompt asks for; `respond` writes such a reply. For demos, tests, `check_env` and the trainer's warm start.
+"""`oracle_policy` answers every problem a `MathEnv` has loaded or generated, `random_policy` guesses integers, both in the format each agent's prompt asks for (full or compact); `respond` writes such a reply. For demos, tests, `check_env` and the trainer's warm start.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_oracle.html.md"""
 
@@ -9,33 +9,56 @@ from __future__ import annotations
 import random, re
 from ...core.registry import register_scripted
 from .env import _GOLD_BY_TEXT
+from .data import solve_generated
 
 # %% auto #0
-__all__ = ['respond', 'oracle_policy', 'random_policy']
+__all__ = ['prompt_style_of', 'respond', 'oracle_policy', 'random_policy']
 
 # %% ../../../nbs/envs/math/132_math_oracle.ipynb #a2e90118
-def _problem_of(text:str) -> str:
+_COMPACT_TAIL = {'tool_generator': 1, 'reasoning_generator': 2, 'math_single_agent': 1}   # lines after the problem
+
+def prompt_style_of(text:str) -> str:
+    "The prompt style of a `math_env` prompt: 'compact' (it starts with `Q:`) or 'full'."
+    return 'compact' if text.startswith('Q:') else 'full'
+
+def _problem_of(text:str, role:str='tool_generator') -> str:
+    if prompt_style_of(text) == 'compact':
+        lines = text[2:].split('\n')
+        n = _COMPACT_TAIL.get(role, 1)
+        if len(lines) <= n: raise ValueError(f"not a compact math_env prompt of {role} (no tag line): {text[:60]!r}")
+        return '\n'.join(lines[:-n])
     m = re.search(r"Problem:\n(.*?)\n\n", text, re.S)
     if not m: raise ValueError(f"not a math_env prompt (no 'Problem:' section): {text[:60]!r}")
     return m.group(1)
 
-def respond(role:str, answer:str, note:str="") -> str:
-    "A model-style reply for `role` carrying `answer`."
-    if role == 'tool_generator': return f"{note}\n```python\nprint({str(answer)!r})\n```"
+def respond(role:str,              # the agent that replies
+            answer:str,            # the answer the reply carries
+            note:str="",           # a sentence before it (full style only)
+            style:str='full',      # the prompt style: 'full' or 'compact'
+            program:str|None=None  # the tool agent's program (None: one that prints `answer`)
+           ) -> str:               # the reply, as a model would write it
+    "A model-style reply for `role` carrying `answer` (the tool agent: `program`), in prompt style `style`."
+    program = program or f"print({str(answer)!r})"
+    if style == 'compact': return program if role == 'tool_generator' else str(answer)
+    if role == 'tool_generator': return f"{note}\n```python\n{program}\n```"
     return f"{note}\nThe answer is $\\boxed{{{answer}}}$."
 
 # %% ../../../nbs/envs/math/132_math_oracle.ipynb #59f27e0c
 @register_scripted('math_env', 'oracle')
-def oracle_policy(request  # a `math_env` request whose prompt shows a problem a `MathEnv` has loaded; the role sets the format
-                 ) -> str: # the reply, as a model would write it
+def oracle_policy(request  # a `math_env` request whose prompt shows a problem a `MathEnv` has loaded or generated
+                 ) -> str: # the reply, as a model would write it (the role and the prompt's style set the format)
     "A scripted policy (`fn(request)`) that answers the gold of the problem in the prompt."
-    gold = _GOLD_BY_TEXT.get(_problem_of(request.text))
-    if gold is None: raise KeyError("oracle_policy: the prompt's problem is not in any dataset a MathEnv has loaded")
-    return respond(request.role, gold, "Computed.")
+    problem = _problem_of(request.text, request.role)
+    gold, solved = _GOLD_BY_TEXT.get(problem), solve_generated(problem)
+    if gold is None and solved is None:
+        raise KeyError("oracle_policy: the prompt's problem is not in any dataset a MathEnv has loaded, nor a generated one")
+    return respond(request.role, solved['answer'] if gold is None else gold, "Computed.", prompt_style_of(request.text),
+                   solved and solved['program'])
 
 @register_scripted('math_env', 'random')
-def random_policy(request,          # a `math_env` request; its role sets the format (a boxed answer, or a program that prints it)
+def random_policy(request,          # a `math_env` request; its role and prompt style set the format
                   rng:random.Random # seeded by `ScriptedPolicy` from the policy's seed and the request's identity
                  ) -> str:          # the reply, as a model would write it
     "A scripted policy (`fn(request, rng)`) that answers a random integer in the right format."
-    return respond(request.role, str(rng.randint(0, 100)), "A guess.")
+    n, style = rng.randint(0, 100), prompt_style_of(request.text)
+    return respond(request.role, str(n), "A guess.", style, f"print({n})" if style == 'compact' else None)

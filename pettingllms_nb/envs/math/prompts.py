@@ -1,4 +1,4 @@
-"""The tool agent's, the reasoning agent's and the single agent's prompts, built from the shared `MathState` alone: the problem, the other agent's work, the earlier answers; never the gold.
+"""The tool agent's, the reasoning agent's and the single agent's prompts, built from the shared `MathState` alone: the problem, the other agent's work, the earlier answers; never the gold. A compact style for tiny models.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_prompts.html.md"""
 
@@ -11,7 +11,8 @@ from ...sandbox.program import OK_VERDICTS, normalise_verdict
 from .state import MathState
 
 # %% auto #0
-__all__ = ['TOOL_INTRO', 'ANSWER_FORMAT', 'REASONING_INTRO', 'tool_prompt', 'reasoning_prompt', 'single_prompt']
+__all__ = ['TOOL_INTRO', 'ANSWER_FORMAT', 'REASONING_INTRO', 'COMPACT_OUTPUT', 'COMPACT_ROLES', 'tool_prompt', 'reasoning_prompt',
+           'single_prompt', 'compact_output', 'compact_prompt']
 
 # %% ../../../nbs/envs/math/130_math_prompts.ipynb #99cd0cc7
 def _history(st:MathState, turn_idx:int) -> str:
@@ -58,3 +59,23 @@ def reasoning_prompt(st:MathState, turn_idx:int) -> str:
 def single_prompt(st:MathState) -> str:
     "The single-agent baseline's prompt: the problem and the answer format."
     return f"Solve the maths problem below.\n\nProblem:\n{st.problem}\n\n{ANSWER_FORMAT}"
+
+# %% ../../../nbs/envs/math/130_math_prompts.ipynb #ffb77fa6
+COMPACT_OUTPUT = 12   # the most characters of the tool's answer a compact prompt shows
+COMPACT_ROLES = ('tool_generator', 'reasoning_generator', 'math_single_agent')
+
+def compact_output(st:MathState) -> str:
+    "The tool agent's work as the compact reasoning prompt shows it: its answer, `error`, or `-` (nothing to show)."
+    if st.tool_code is not None and normalise_verdict(st.tool_verdict) not in OK_VERDICTS: return 'error'
+    a = st.tool_answer
+    if a is None: return '-'
+    return a if len(a) <= COMPACT_OUTPUT else a[:COMPACT_OUTPUT] + '..'
+
+def compact_prompt(role:str,      # one of `COMPACT_ROLES`
+                   st:MathState   # the shared state
+                  ) -> str:       # `Q:<problem>` and the role's tag
+    "The compact prompt of `role`: the problem, (the reasoning agent) the tool's output, and what to write."
+    if role == 'tool_generator': return f"Q:{st.problem}\ncode:"
+    if role == 'reasoning_generator': return f"Q:{st.problem}\nout:{compact_output(st)}\nanswer:"
+    if role == 'math_single_agent': return f"Q:{st.problem}\nanswer:"
+    raise ValueError(f"compact_prompt: role={role!r}; allowed values are {list(COMPACT_ROLES)}")

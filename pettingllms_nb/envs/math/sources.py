@@ -1,4 +1,4 @@
-"""AIME 2024 and 2025, OlympiadBench, Polaris and DAPO-Math (fetched from the hub or converted from your files) and the shipped original problems, declared as data sources of `math_env`: listed by `pettingllms-nb data list`, prepared by `data prepare`, read with `env.source`.
+"""AIME 2024 and 2025, OlympiadBench, Polaris and DAPO-Math (fetched from the hub or converted from your files) the shipped original problems and the generated word problems, declared as data sources of `math_env`: listed by `pettingllms-nb data list`, prepared by `data prepare`, read with `env.source`.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_sources.html.md"""
 
@@ -50,3 +50,9 @@ register_source(DataSource(
     columns=('problem', 'answer', 'source', 'id'),
     check=lambda row, i, split: _normalised(row, i, 'original', _norm_original)['id'], native=_original_file,
     env_args=lambda path, split: {'dataset': 'original'}))
+
+# %% ../../../nbs/envs/math/134_math_sources.ipynb #93a69da9
+register_source(DataSource(
+    'math_generated', 'math_env', ('all',), 'generated', 'generated_problem(seed)',
+    "short word problems with small integers, one per seed, that a one-line program solves (tiny models)",
+    env_args=lambda path, split: {'dataset': 'generated'}))

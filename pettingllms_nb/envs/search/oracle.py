@@ -45,17 +45,21 @@ def _missing(request) -> tuple[dict, list]:
     found = set(retrieved_titles(request.text, info['gold_titles']))
     return info, [t for t in info['gold_titles'] if t not in found]
 
+def _compact(text:str) -> bool: return text.startswith('Q:')   # the compact prompts: no room for a thought
+
 @register_scripted('search_env', 'oracle')
 def oracle_policy(request  # a `search_env` request for a question a `SearchEnv` has made; the role and the evidence shown decide
-                 ) -> str: # the reply, as a model would write it
+                 ) -> str: # the reply, as a model would write it (without a thought in the compact style)
     "The gold chain: ask for / search the first gold document not retrieved yet; answer the gold once all are."
     info, missing = _missing(request)
     if request.role == 'web_search_agent':
         return f"<search>{need_of(request.text) or (missing[0] if missing else question_of(request.text))}</search>"
+    think = (lambda t: '') if _compact(request.text) else (lambda t: f"<think>{t}</think>")
     if missing:
         tag = 'need' if request.role == 'reasoning_agent' else 'search'
-        return f"<think>I need {missing[0]} next.</think><{tag}>{missing[0]}</{tag}>"
-    return f"<think>The evidence answers it.</think><answer>{info['golds'][0]}</answer>"
+        return f"{think(f'I need {missing[0]} next.')}<{tag}>{missing[0]}</{tag}>"
+    return f"{think('The evidence answers it.')}<answer>{info['golds'][0]}</answer>"
+
 
 # %% ../../../nbs/envs/search/162_search_oracle.ipynb #8ee06ce6
 _YESNO = re.compile(r"^(Were|Was|Are|Is|Did|Do|Does|Has|Have)\b")

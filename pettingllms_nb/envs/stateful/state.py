@@ -59,6 +59,7 @@ def _random_moves(g, rng): return [rng.choice('UDLR') for _ in range(rng.randint
 
 def _random_placements(g, rng):
     empty = [(r, c) for r in range(g.size) for c in range(g.size) if not g.is_clue(r, c)]
+    if not empty: return [[0, 0, rng.randint(1, g.size)]]   # every cell a clue: still a well-formed (refused) guess
     return [[r, c, rng.randint(1, g.size)] for r, c in rng.sample(empty, rng.randint(1, len(empty)))]
 
 # %% ../../../nbs/envs/stateful/113_state.ipynb #68c3b2c4

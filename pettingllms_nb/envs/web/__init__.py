@@ -10,18 +10,18 @@ __all__ = []
 # %% ../../../nbs/envs/web/index.ipynb #3ad29acf
 from ...core.registry import lazy_exports
 
-_PARTS = {'data': ['Catalogue', 'MINIWOB_TASKS', 'PRODUCT_TYPES', 'get_catalogue', 'load_webshop', 'make_catalogue',
+_PARTS = {'data': ['Catalogue', 'MINIWOB_TASKS', 'PRODUCT_TYPES', 'TINY_SHOP', 'get_catalogue', 'load_webshop', 'make_catalogue',
                    'miniwob_page', 'miniwob_split', 'webshop_reward', 'write_webshop_sample'],
           'shop': ['ShopApp', 'ShopServer', 'ShopSession', 'close_shop_servers', 'order_reward', 'shop_server'],
           'observation': ['Action', 'Observation', 'TextBrowser', 'check_action', 'parse_action'],
           'browser': ['BrowserError', 'BrowserPage', 'BrowserPool', 'browser_available', 'browser_processes', 'close_browsers',
                       'miniwob_start', 'set_pool_size', 'shared_pool', 'shop_start'],
           'state': ['WebState'],
-          'env': ['WebEnv', 'shop_app'],
-          'prompts': ['navigator_prompt', 'parse_verdict', 'verifier_prompt'],
+          'env': ['WebEnv', 'compact_page', 'shop_app'],
+          'prompts': ['compact_task', 'navigator_prompt', 'parse_verdict', 'verifier_prompt'],
           'agents': ['NAVIGATOR_REWARDS', 'SINGLE_REWARDS', 'VERIFIER_REWARDS', 'WebNavigator', 'WebSingleAgent', 'WebVerifier'],
           'render': ['web_card'],
-          'oracle': ['oracle_action', 'oracle_policy', 'random_policy']}
+          'oracle': ['compact_shop_action', 'compact_verdict', 'oracle_action', 'oracle_policy', 'random_policy']}
 __getattr__, __dir__ = lazy_exports('pettingllms_nb.envs.web', _PARTS)
 
 # %% ../../../nbs/envs/web/index.ipynb #1b895bca

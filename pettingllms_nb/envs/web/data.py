@@ -15,7 +15,7 @@ from ...core.params import did_you_mean
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['PRODUCT_TYPES', 'BRANDS', 'PRICE_RANGE', 'COLOR_WORDS', 'WEBSHOP_FILES', 'WEBSHOP_HELP', 'MINIWOB_TASKS',
+__all__ = ['PRODUCT_TYPES', 'BRANDS', 'PRICE_RANGE', 'COLOR_WORDS', 'TINY_SHOP', 'WEBSHOP_FILES', 'WEBSHOP_HELP', 'MINIWOB_TASKS',
            'HELD_OUT_SEEDS', 'SPLITS', 'make_items', 'make_goal', 'normalize_color', 'title_words', 'type_reward',
            'attribute_matches', 'option_matches', 'webshop_reward', 'Catalogue', 'make_catalogue', 'get_catalogue',
            'load_webshop', 'write_webshop_sample', 'miniwob_split', 'miniwob_dir', 'miniwob_page']
@@ -67,12 +67,14 @@ BRANDS = ['Northpeak', 'Lumora', 'Vantix', 'Brightwell', 'Oakhollow', 'Zephra', 
 _SENTENCES = ['Made for everyday use.', 'Backed by a one year warranty.', 'Ships in recyclable packaging.',
               'Designed in a small studio.', 'A customer favourite this season.', 'Simple to care for.']
 
-def _item(rng:random.Random, asin:str, ptype:tuple) -> dict:
+def _item(rng:random.Random, asin:str, ptype:tuple, attrs:list|None=None, n_options:int|None=None,
+          n_values:int|None=None) -> dict:
     name, cat, pool, opts, (lo, hi) = ptype
-    attrs = sorted(rng.sample(pool, rng.randint(2, 4)), key=pool.index)
+    attrs = sorted(rng.sample(pool, rng.randint(2, 4)), key=pool.index) if attrs is None else attrs
     brand = rng.choice(BRANDS)
     title = f"{brand} {' '.join(a.title() for a in attrs[:2])} {name.title()}"
-    options = {k: sorted(rng.sample(v, rng.randint(2, min(4, len(v)))), key=v.index) for k, v in opts.items()}
+    options = {k: sorted(rng.sample(v, n_values or rng.randint(2, min(4, len(v)))), key=v.index)
+               for k, v in list(opts.items())[:n_options]}
     price = round(rng.uniform(lo, hi)) - 0.01
     return {'asin': asin, 'name': title, 'Title': title, 'query': name, 'product_category': cat, 'Attributes': attrs,
             'BulletPoints': [a.capitalize() for a in attrs] + [f"By {brand}"], 'options': options, 'price': price,
@@ -83,19 +85,28 @@ def _mentions(item:dict, phrase:str) -> bool:
     return phrase in text
 
 # %% ../../../nbs/envs/web/185_web_data.ipynb #3e3ce9b1
-def make_items(seed:int=0,       # the seed of every random choice
-               per_type:int=24,  # items of each product type
+def make_items(seed:int=0,                  # the seed of every random choice
+               per_type:int=24,             # items of each product type
+               n_attributes:int|None=None,  # attributes of each item (None: 2 to 4); set, an item's are its type's alone
+               n_options:int|None=None,     # options of each item, its type's first ones (None: all of them)
+               n_values:int|None=None,      # values of each option (None: 2 to 4)
               ) -> list[dict]:
     "A generated catalogue: `per_type` items of each product type, deterministic in `seed`."
     rng, items, titles = random.Random(seed), [], set()
     for ptype in PRODUCT_TYPES:
-        for _ in range(per_type):
+        pool = ptype[2]
+        if n_attributes and per_type * n_attributes > len(pool):
+            raise ValueError(f"make_items: {per_type} {ptype[0]} items with {n_attributes} attributes each, none shared, "
+                             f"need {per_type * n_attributes} attributes; the type has {len(pool)}: use a smaller per_type")
+        free = rng.sample(pool, len(pool)) if n_attributes else None   # disjoint: one attribute names one item of its type
+        for k in range(per_type):
+            attrs = sorted(free[k * n_attributes:(k + 1) * n_attributes], key=pool.index) if n_attributes else None
             for _try in range(100):                  # titles are unique: a title names one item
-                it = _item(rng, f"P{len(items):04d}", ptype)
+                it = _item(rng, f"P{len(items):04d}", ptype, attrs, n_options, n_values)
                 if it['Title'] not in titles: break
             else: raise ValueError(f"make_items: cannot make {per_type} distinct {ptype[0]} titles; use a smaller per_type")
             titles.add(it['Title'])
-            stray = [a for a in ptype[2] if a not in it['Attributes'] and _mentions(it, a)]
+            stray = [a for a in pool if a not in it['Attributes'] and _mentions(it, a)]
             if stray: raise AssertionError(f"item {it['asin']} mentions attributes it lacks: {stray}")
             items.append(it)
     return items
@@ -237,24 +248,53 @@ class Catalogue:
 _CATALOGUES: dict[str, Catalogue] = {}   # by name, for scripted policies that rebuild a task from its problem uid
 
 # %% ../../../nbs/envs/web/185_web_data.ipynb #42384072
-def make_catalogue(seed:int=0,            # the seed of the items, the goals and their order
-                   per_type:int=24,        # items of each product type
-                   goals_per_item:int=2,   # goals written from each item
-                   n_test:int=100,         # the first `n_test` goals (after shuffling) are the test split
+TINY_SHOP = dict(per_type=2, goals_per_item=6, n_test=50, n_attributes=2, n_options=1, n_values=2, distinct_goals=True)
+_FULL_SHOP = dict(per_type=24, goals_per_item=2, n_test=100, n_attributes=None, n_options=None, n_values=None, distinct_goals=False)
+
+def _spec(g:dict) -> tuple: return g['target'], tuple(sorted(g['attributes'])), tuple(sorted(g['goal_options'].items()))
+
+def _catalogue_name(seed:int, knobs:dict) -> str:
+    if knobs == TINY_SHOP: return f"tiny-{seed}"
+    name = f"generated-{seed}"
+    if knobs == _FULL_SHOP: return name
+    name += f"-{knobs['per_type']}-{knobs['goals_per_item']}-{knobs['n_test']}"
+    more = [f"{short}{knobs[k]}" for k, short in (('n_attributes', 'a'), ('n_options', 'o'), ('n_values', 'v')) if knobs[k] is not None]
+    return name + ''.join(f"-{m}" for m in more) + ('-distinct' if knobs['distinct_goals'] else '')
+
+def make_catalogue(seed:int=0,                  # the seed of the items, the goals and their order
+                   per_type:int=24,             # items of each product type
+                   goals_per_item:int=2,        # goals written from each item
+                   n_test:int=100,              # the first `n_test` goals (after shuffling) are the test split
+                   n_attributes:int|None=None,  # attributes of each item (`make_items`)
+                   n_options:int|None=None,     # options of each item (`make_items`)
+                   n_values:int|None=None,      # values of each option (`make_items`)
+                   distinct_goals:bool=False,   # no two goals ask for the same item, attributes and options
                   ) -> Catalogue:
     "The generated shop: items of every product type and `goals_per_item` goals per item, shuffled; deterministic."
-    name = f"generated-{seed}" + ('' if (per_type, goals_per_item, n_test) == (24, 2, 100) else f"-{per_type}-{goals_per_item}-{n_test}")
+    knobs = dict(per_type=per_type, goals_per_item=goals_per_item, n_test=n_test, n_attributes=n_attributes,
+                 n_options=n_options, n_values=n_values, distinct_goals=distinct_goals)
+    name = _catalogue_name(seed, knobs)
     if name in _CATALOGUES: return _CATALOGUES[name]
-    items, rng = make_items(seed, per_type), random.Random(f"goals-{seed}")
-    goals = [make_goal(it, rng, '') for it in items for _ in range(goals_per_item)]
+    items, rng = make_items(seed, per_type, n_attributes, n_options, n_values), random.Random(f"goals-{seed}")
+    goals, seen = [], set()
+    for it in items:
+        for _ in range(goals_per_item):
+            g = make_goal(it, rng, '')
+            for _try in range(100 if distinct_goals else 0):
+                if _spec(g) not in seen: break
+                g = make_goal(it, rng, '')
+            if distinct_goals and _spec(g) in seen: continue      # the item has no new combination left
+            seen.add(_spec(g))
+            goals.append(g)
     random.Random(f"shuffle-{seed}").shuffle(goals)
     for i, g in enumerate(goals): g['id'] = f"g{i:04d}"
     return Catalogue(name, items, goals, n_test)
 
-def get_catalogue(name:str,   # a catalogue's name, e.g. 'generated-0'
+def get_catalogue(name:str,   # a catalogue's name, e.g. 'generated-0' or 'tiny-0'
                  ) -> Catalogue:
-    "A catalogue made or loaded in this process, by name (`generated-0` is made on demand)."
-    if name not in _CATALOGUES and name.startswith('generated-') and name[10:].isdigit(): make_catalogue(int(name[10:]))
+    "A catalogue made or loaded in this process, by name (`generated-<seed>` and `tiny-<seed>` are made on demand)."
+    if name not in _CATALOGUES and (m := re.fullmatch(r'(generated|tiny)-(\d+)', name)):
+        make_catalogue(int(m.group(2)), **(TINY_SHOP if m.group(1) == 'tiny' else {}))
     if name not in _CATALOGUES: raise KeyError(f"no catalogue {name!r} in this process; loaded: {sorted(_CATALOGUES)}")
     return _CATALOGUES[name]
 

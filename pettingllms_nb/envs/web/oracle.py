@@ -8,11 +8,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_oracle.html.m
 from __future__ import annotations
 import json, random, re
 from ...core.registry import register_scripted
-from .data import get_catalogue
+from .data import get_catalogue, webshop_reward
 
 # %% auto #0
-__all__ = ['MINIWOB_ORACLES', 'read_node', 'read_page', 'prompt_parts', 'shop_oracle_action', 'oracle_action', 'oracle_policy',
-           'random_policy']
+__all__ = ['MINIWOB_ORACLES', 'read_node', 'read_page', 'prompt_parts', 'shop_oracle_action', 'compact_shop_action',
+           'compact_verdict', 'oracle_action', 'oracle_policy', 'random_policy']
 
 # %% ../../../nbs/envs/web/193_web_oracle.ipynb #7bd080df
 _NODE = re.compile(r'\[(\d+)\] ([a-z]+)')
@@ -95,6 +95,47 @@ def _cart_action(goal, want, nodes) -> str:
     if bad: return f"click({bad[0][2]})"
     if good: return f"click({_first(nodes, final=True)['id']})"
     return f"click({_first(nodes, role='link', name='Continue shopping')['id']})"
+
+# %% ../../../nbs/envs/web/193_web_oracle.ipynb #da221345
+def _is_compact(text:str) -> bool: return text.rstrip().endswith(('\nAction:', '\nVerdict:'))
+
+def compact_shop_action(goal:dict, title:str, nodes:list) -> str:
+    "The oracle's next action on a compact shop page (lower-case names; the search is the goal's kind of item)."
+    want, query = get_catalogue(goal['catalogue']).by_id[goal['target']]['Title'].lower(), goal['query']
+    box, link = _first(nodes, role='textbox', name='search'), lambda name: _first(nodes, role='link', name=name)
+    if title == 'your cart': return _compact_cart_action(goal, want, nodes)
+    if title == want:
+        for dd in (n for n in nodes if n['role'] == 'combobox'):
+            v = next((v for v in _goal_values(goal) if v in dd['options']), None)
+            if v is not None and dd['value'] != v: return f'select({dd["id"]}, {json.dumps(v)})'
+        return f"click({_first(nodes, role='button', name='add to cart')['id']})"
+    if title.startswith('results for') and box is not None and box['value'] == query:
+        n = link(want) or link('next >')
+        if n is not None: return f"click({n['id']})"
+    if box is None: return f"click({(link('back to results') or link('shop home'))['id']})"
+    if box['value'] != query: return f'fill({box["id"]}, {json.dumps(query)})'
+    return f"click({_first(nodes, role='button', name='search')['id']})"
+
+def _compact_cart_action(goal, want, nodes) -> str:
+    lines = [(a['name'], _opts_of(b['name']), c['id']) for a, b, c in zip(nodes, nodes[1:], nodes[2:])   # link, options, remove
+             if a['role'] == 'link' and b['role'] == 'text' and c['name'] == 'remove']
+    good = [l for l in lines if l[0] == want and set(l[1].values()) >= set(_goal_values(goal))]
+    bad = [l for l in lines if l not in good[:1]]
+    if bad: return f"click({bad[0][2]})"
+    if good: return f"click({_first(nodes, final=True)['id']})"
+    return f"click({_first(nodes, role='link', name='continue shopping')['id']})"
+
+# %% ../../../nbs/envs/web/193_web_oracle.ipynb #7ce0e6e9
+_ORDER = re.compile(r'^Order: (.*) (\(.*\)) \$([\d.]+)$')
+
+def compact_verdict(goal:dict, text:str) -> str:
+    "The oracle's verdict on a compact shop verifier prompt: `approve` an order that meets the goal, else `reject`."
+    if 'Nothing to check.' in text: return 'pass'
+    lines = [m.groups() for m in map(_ORDER.match, text.splitlines()) if m]
+    items = {it['Title'].lower(): it for it in get_catalogue(goal['catalogue']).items}
+    if len(lines) != 1 or lines[0][0] not in items: return 'reject'
+    title, opts, price = lines[0]
+    return 'approve' if webshop_reward(items[title], goal, float(price), _opts_of(opts))[0] >= 1.0 else 'reject'
 
 # %% ../../../nbs/envs/web/193_web_oracle.ipynb #fa7df493
 def _quoted(u:str) -> list[str]: return re.findall(r'"([^"]*)"', u)
@@ -188,7 +229,7 @@ def oracle_action(uid:str, text:str) -> str:
     nodes = read_page(text)
     if parts[1] == 'shop':
         goal = {**get_catalogue(parts[2]).goal(parts[3]), 'catalogue': parts[2]}
-        return shop_oracle_action(goal, p['title'], nodes)
+        return (compact_shop_action if _is_compact(text) else shop_oracle_action)(goal, p['title'], nodes)
     return MINIWOB_ORACLES[parts[2]](p['task'], nodes, p['done'])
 
 # %% ../../../nbs/envs/web/193_web_oracle.ipynb #24391707
@@ -198,6 +239,9 @@ _PENDING = re.compile(r'^(click\(\d+\)|\w+\(\d+, .*?\)) on ')
 def oracle_policy(request) -> str:
     "The oracle for every role of `web_env` (a scripted policy `fn(request)`)."
     if request.role != 'web_verifier': return oracle_action(request.problem_uid, request.text)
+    parts = _uid_parts(request.problem_uid)
+    if parts[1] == 'shop' and _is_compact(request.text):
+        return compact_verdict({**get_catalogue(parts[2]).goal(parts[3]), 'catalogue': parts[2]}, request.text)
     p = prompt_parts(request.text)
     if not p['pending']: return 'pass'
     m = _PENDING.match(p['pending'])

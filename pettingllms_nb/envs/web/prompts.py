@@ -8,10 +8,11 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_prompts.html.
 from __future__ import annotations
 import re
 from ...core.parsing import FormatError, parse_window
+from .data import PRODUCT_TYPES
 
 # %% auto #0
 __all__ = ['NAVIGATOR_INTRO', 'SINGLE_INTRO', 'ACTION_HELP', 'VERIFIER_INTRO', 'VERIFY_HELP', 'navigator_prompt', 'actions_text',
-           'verifier_prompt', 'parse_verdict']
+           'verifier_prompt', 'compact_task', 'compact_navigator_prompt', 'compact_verifier_prompt', 'parse_verdict']
 
 # %% ../../../nbs/envs/web/191_web_prompts.ipynb #5b586b6f
 NAVIGATOR_INTRO = ("You are the web navigator. You operate a web browser to do the user's task, one action per turn. "
@@ -25,7 +26,7 @@ VERIFY_HELP = "Reply `approve`, or `reject: <what to fix>` (one line)."
 
 def navigator_prompt(st, intro:str=NAVIGATOR_INTRO, style:str='full') -> str:
     "The navigator's (or single agent's) prompt for state `st`."
-    if style == 'compact': return f"Task: {st.instruction}\n{st.observation}\nAction:"
+    if style == 'compact': return compact_navigator_prompt(st)
     note = f"The verifier rejected your last irreversible action: {st.note}\n" if st.note else ''
     return f"{intro}\n\nTask: {st.instruction}\n{note}{actions_text(st)}\nCurrent page:\n{st.observation}\n\n{ACTION_HELP}"
 
@@ -44,11 +45,39 @@ def _cart_text(st) -> str:
 
 def verifier_prompt(st, style:str='full') -> str:
     "The verifier's prompt for state `st`."
+    if style == 'compact': return compact_verifier_prompt(st)
     if st.pending is None:
         return f"Task: {st.instruction}\nNo irreversible action is pending this turn. Reply pass."
-    if style == 'compact': return f"Task: {st.instruction}\n{_cart_text(st)}Pending action: {st.pending['description']}\n{st.observation}\nVerdict:"
     return (f"{VERIFIER_INTRO}\n\nTask: {st.instruction}\n{actions_text(st)}Pending action: {st.pending['description']}\n{_cart_text(st)}\n"
             f"Current page:\n{st.observation}\n\n{VERIFY_HELP}")
+
+# %% ../../../nbs/envs/web/191_web_prompts.ipynb #c031cf5e
+_LEAD = re.compile(r'^(?:i need|i am looking for|find me|i want to buy) an? ')
+_PRICE = re.compile(r',? and price lower than (\d+)(\.\d+)? dollars')
+_KIND = re.compile(r'^(.*?) (' + '|'.join(re.escape(t[0]) for t in PRODUCT_TYPES) + r')(?= with |,|$)')
+
+def compact_task(text:str) -> str:
+    "The task in fewer words: the kind of item first, then what it must have; the price limit as `under $N`."
+    under = lambda m: f", under ${m[1]}{'' if m[2] in (None, '.00') else m[2]}"
+    text = _KIND.sub(r'\2: \1', _LEAD.sub('', text))
+    return _PRICE.sub(under, text).replace(' with ', ', ').replace(', and ', ', ')
+
+def compact_navigator_prompt(st) -> str:
+    "The navigator's compact prompt: the task, a rejection if there was one, the page, `Action:`."
+    if st.family != 'shop': return f"Task: {st.instruction}\n{st.observation}\nAction:"
+    note = f"Rejected: {st.note[:40]}\n" if st.note else ''
+    return f"Task: {compact_task(st.instruction)}\n{note}{st.compact_page or st.observation}\nAction:"
+
+def _order_line(l:dict) -> str:
+    opts = ', '.join(f'{k}: {v}' for k, v in l['options'].items()) or 'no options chosen'
+    return f"Order: {l['title'].lower()} ({opts}) ${l['price']:.2f}\n"
+
+def compact_verifier_prompt(st) -> str:
+    "The verifier's compact prompt: the task and the order waiting for it (shop), then `Verdict:`."
+    if st.pending is None: return "Nothing to check.\nVerdict:"
+    if st.family != 'shop': return f"Task: {st.instruction}\nPending action: {st.pending['description']}\n{st.observation}\nVerdict:"
+    orders = ''.join(map(_order_line, st.cart)) or "Order: nothing\n"
+    return f"Task: {compact_task(st.instruction)}\n{orders}Verdict:"
 
 # %% ../../../nbs/envs/web/191_web_prompts.ipynb #c37e520a
 _VERDICT = re.compile(r'\b(approve[sd]?|reject(?:s|ed)?|pass)\b', re.I)

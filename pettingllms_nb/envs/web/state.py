@@ -23,6 +23,7 @@ class WebState(EnvState):
     page_seed: int|None = None           # MiniWoB++: the page's seed
     title: str = ''                      # the current page's title
     observation: str = ''                # the page as the agents see it
+    compact_page: str = ''               # shop: the page in the compact prompt style (`compact_page`)
     screenshot: str|None = None          # browser mode: the page after the last step (a data URI)
     last_result: str = ''                # what the navigator's last action did
     pending: dict|None = None            # {'action', 'element'}: an irreversible action awaiting the verifier
