@@ -10,7 +10,7 @@ import random
 from ...core.registry import register_scripted
 from .data import TOOLS
 from .env import WALKTHROUGHS
-from .prompts import commands_in, goal_of, is_compact, read_compact
+from .prompts import commands_in, expand_command, goal_of, is_compact, read_compact
 
 # %% auto #0
 __all__ = ['PLANNER_ROLES', 'compact_command', 'respond', 'compact_reply', 'oracle_policy', 'random_policy']
@@ -29,28 +29,26 @@ def compact_command(view:dict) -> str:
     goal = goal_of(view['task'])
     if goal is None: return 'look'
     tt, obj, lamp = goal.task_type, goal.obj, goal.toggle
-    places, here, cmds = view['receptacles'], view['here'], view['commands']
+    places, here = view['receptacles'], view['here']
     inside = lambda r: places[r] if isinstance(places.get(r), list) else []
-    lowest = lambda names: min(names, key=_number, default=None)
-    dest = lowest([r for r in places if _kind(r) == goal.recep])
+    dest = min((r for r in places if _kind(r) == goal.recep), key=_number, default=None)
+    tool = TOOLS[tt][1].lower() if tt in TOOLS and any(_kind(r) == TOOLS[tt][1].lower() for r in places) else None
     held = [_held(h) for h in view['hold']]
     mine = [(o, s) for o, s in held if _kind(o) == obj]
     if mine:
-        o, status = mine[0]
-        tool = lowest([r for r in places if _kind(r) == TOOLS[tt][1].lower()]) if tt in TOOLS else None
+        status = mine[0][1]
         if tt == 'look_at_obj_in_light':
             lit = next((r for r in places if any(_kind(x) == lamp for x in inside(r))), None)
-            if lit == here and lit: return f"use {lowest([x for x in inside(lit) if _kind(x) == lamp])}"
-            if lit: return f"go to {lit}"
-        elif tool and status != TOOLS[tt][3]: return f"{TOOLS[tt][0]} {o}" if here == tool else f"go to {tool}"
+            if lit: return f"use {lamp}" if lit == here else f"go to {lit}"
+        elif tool and status != TOOLS[tt][3]: return f"{TOOLS[tt][0]} {obj}" if _kind(here or '') == tool else f"go to {tool}"
         elif dest:
-            if here != dest: return f"go to {dest}"
-            return f"open {dest}" if places[dest] == 'closed' else f"move {o}"
-    elif held and f"move {held[0][0]}" in cmds: return f"move {held[0][0]}"
+            if here != dest: return f"go to {goal.recep}"
+            return f"open {goal.recep}" if places[dest] == 'closed' else f"move {obj}"
+    elif held and f"move {_kind(held[0][0])}" in view['commands']: return f"move {_kind(held[0][0])}"
     else:
-        found = lambda r: [x for x in inside(r) if _kind(x) == obj] if r != dest else []
-        if here and found(here): return f"take {lowest(found(here))}"
-        if here and places[here] == 'closed': return f"open {here}"
+        found = lambda r: any(_kind(x) == obj for x in inside(r)) and r != dest
+        if here and found(here): return f"take {obj}"
+        if here and places[here] == 'closed': return f"open {_kind(here)}"
         there = next((r for r in places if found(r)), None)
         if there: return f"go to {there}"
     unseen = next((r for r in places if places[r] is None and r != here), None)
@@ -68,7 +66,8 @@ def respond(role:str, commands:list) -> str:
 def compact_reply(role:str, text:str) -> str:
     "The oracle's compact reply: the planner's subgoal is the next command; the executor follows the plan it is shown."
     view = read_compact(text)
-    if role not in PLANNER_ROLES and view['plan'] in view['commands']: return view['plan']
+    plan = view['plan']
+    if role not in PLANNER_ROLES and plan and expand_command(plan, view['commands']) in view['commands']: return plan
     return compact_command(view)
 
 @register_scripted('alfworld_env', 'oracle')

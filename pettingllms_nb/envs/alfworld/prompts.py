@@ -107,24 +107,34 @@ def compact_task(task:str) -> str:
 
 # %% ../../../nbs/envs/alfworld/175_prompts.ipynb #afe29645
 COMPACT_HIDDEN = re.compile(r"look|inventory|help|examine .+|close .+")   # admissible, but never a step toward a goal
-_AT_HERE = re.compile(r"(take|move|heat|cool|clean) ([a-z]+ \d+) (?:from|to|with) [a-z]+ \d+")
+_NUMBERED = re.compile(r"(?P<verb>go to|take|move|heat|cool|clean|open|use) (?P<kind>[a-z]+) (?P<n>\d+)"
+                       r"(?: (?:from|to|with) [a-z]+ \d+)?")
 
 def short_command(cmd:str) -> str:
-    "`cmd` without the receptacle it acts on (always the one the agent is at): `take apple 1 from shelf 1` -> `take apple 1`."
-    m = _AT_HERE.fullmatch(cmd)
-    return f"{m[1]} {m[2]}" if m else cmd
+    "`cmd` without the receptacle it acts on and the number of the thing: `take apple 1 from shelf 1` -> `take apple`."
+    m = _NUMBERED.fullmatch(cmd)
+    return f"{m['verb']} {m['kind']}" if m else cmd
+
+def _with_number(cmd:str) -> str:
+    m = _NUMBERED.fullmatch(cmd)
+    return f"{m['verb']} {m['kind']} {m['n']}" if m else cmd
 
 def short_commands(admissible:list) -> list[str]:
-    "The commands a compact prompt lists: short forms, without `go to` (the receptacle lines) and `COMPACT_HIDDEN`."
-    return [short_command(c) for c in admissible if not c.startswith('go to ') and not COMPACT_HIDDEN.fullmatch(c)]
+    "The commands a compact prompt lists: short forms (once each), without `go to` (the receptacle lines) and `COMPACT_HIDDEN`."
+    return list(dict.fromkeys(short_command(c) for c in admissible
+                              if not c.startswith('go to ') and not COMPACT_HIDDEN.fullmatch(c)))
 
 def expand_command(cmd:str, admissible:list) -> str:
-    "The admissible command `cmd` stands for: itself, or the one whose short form it is (else `cmd`, not admissible)."
+    "The admissible command `cmd` stands for: itself, or the lowest-numbered one it is short for (else `cmd`, not admissible)."
     if cmd in admissible: return cmd
-    return next((c for c in admissible if short_command(c) == cmd), cmd)
+    for form in (_with_number, short_command):
+        hits = [c for c in admissible if form(c) == cmd]
+        if hits: return min(hits, key=lambda c: int(_NUMBERED.fullmatch(c)['n']))
+    return cmd
 
 # %% ../../../nbs/envs/alfworld/175_prompts.ipynb #d770b2e6
 _NAMES = re.compile(r"[a-z]+ \d+")                      # ALFWorld's names of things: `apple 1`, `sinkbasin 1`
+_AT_HERE = re.compile(r"(take|move|heat|cool|clean) ([a-z]+ \d+) (?:from|to|with) [a-z]+ \d+")   # a command, in full
 STATUS = {'heat': 'hot', 'cool': 'cool', 'clean': 'clean'}   # what a command leaves the object it acts on
 
 def names_in(text:str) -> list[str]: return _NAMES.findall(text)
