@@ -86,7 +86,9 @@ def _renamed_option(args, new:str, old:str):
 def _cmd_rollout(args):
     from pettingllms_nb.core.config import load_config
     from pettingllms_nb.engine.rollout import rollout
+    from pettingllms_nb.data.sources import check_data
     cfg = load_config(args.config, overrides=args.overrides)
+    check_data(cfg)   # missing data: one line (rc 2) before any episode
     t = rollout(cfg, scripted_policy(cfg, args.policy), mode=args.mode, seeds=args.seeds, progress=True,
                 sample_num=_renamed_option(args, 'sample-num', '-n'))
     print(repr(t))
@@ -318,6 +320,10 @@ def main(argv=None) -> int:
         return 2
     except Exception as e:                               # training stopped by a broken machine: the message again
         from pettingllms_nb.training.trainer import InfraError
+        from pettingllms_nb.data.sources import DataMissing
+        if isinstance(e, DataMissing) and not args.debug:   # data not on this machine: what to run, in one line
+            print(f"pettingllms-nb {args.cmd}: {e}" + _DEBUG_HINT, file=sys.stderr)
+            return 2
         if args.debug or not isinstance(e, InfraError): raise
         print(f"pettingllms-nb {args.cmd}: {e}" + _DEBUG_HINT, file=sys.stderr)
         return 3

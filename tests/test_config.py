@@ -432,7 +432,13 @@ def test_the_old_keys_that_chose_problems_still_read_and_warn():
         new = load_config('stateful_sudoku')
     assert env_kwargs(old) == env_kwargs(new) == {'max_turns': 4, 'benchmark': 'sudoku', 'size': 4}
     with pytest.warns(DeprecationWarning, match=r"env.dataset is deprecated; use env.source \(with env.split\): remove it"):
+        load_config('code_env', ['env.dataset=original'])   # the same problems as env.source: read, with the advice
+    # another set than env.source names is refused at load (issue 25: it was ignored, or failed after the warm start)
+    with pytest.raises(ConfigError, match=r"env.dataset='humaneval': contradicts env.source='original', which chooses "
+                                          r"the problems; write env.source=humaneval"):
         load_config('code_env', ['env.dataset=humaneval'])
+    with pytest.raises(ConfigError, match=r"env.benchmark='alfworld': contradicts env.source='generated'.*write env.source=alfworld"):
+        load_config('tiny_alfworld', ['env.benchmark=alfworld', 'env.size=null'])
 
 
 def test_core_config_keeps_its_star_import_surface():

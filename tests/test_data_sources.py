@@ -268,7 +268,32 @@ def test_prepare_is_idempotent(tmp_path, data_root):
 
 
 # -- the hub and downloads ---------------------------------------------------------------------------------------------
-def test_no_network_is_a_clear_error(monkeypatch, data_root):
+@pytest.fixture
+def hub_reachable(monkeypatch):
+    "The stand-in hub below is reachable (the real one never is in a test)."
+    import pettingllms_nb.data.preparation as P
+    monkeypatch.setattr(P, 'hub_unreachable', lambda timeout=3.0: None)
+
+
+def test_an_unreachable_hub_fails_in_one_line_within_seconds(monkeypatch, data_root):
+    "Issue 25: offline, `data prepare aime24` printed the hub client's retries for 27 s; now one line, before any request."
+    import time, socket, pettingllms_nb.data.preparation as P
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.delenv('HF_HUB_OFFLINE', raising=False); monkeypatch.delenv('HF_DATASETS_OFFLINE', raising=False)
+    def no_network(*a, **kw): raise OSError("[Errno -2] Name or service not known")
+    monkeypatch.setattr(socket, 'create_connection', no_network)
+    monkeypatch.setattr(datasets, 'load_dataset', lambda *a, **kw: pytest.fail("the hub client was called"))
+    t0 = time.perf_counter()
+    with pytest.raises(DataError) as e: prepare('aime24')
+    assert time.perf_counter() - t0 < 5
+    msg = str(e.value)
+    assert msg.startswith("aime24: cannot reach the hub (huggingface.co: [Errno -2]") and '\n' not in msg
+    assert "pettingllms-nb data prepare aime24 --split test --from DIR" in msg
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')            # offline mode: the cache decides, no probe
+    assert P.hub_unreachable() is None
+
+
+def test_no_network_is_a_clear_error(monkeypatch, data_root, hub_reachable):
     datasets = pytest.importorskip("datasets")
     def offline(*a, **kw): raise ConnectionError("Couldn't reach 'Maxwell-Jia/AIME_2024' on the Hub (ConnectionError)")
     monkeypatch.setattr(datasets, 'load_dataset', offline)
@@ -280,7 +305,7 @@ def test_no_network_is_a_clear_error(monkeypatch, data_root):
     assert not at.exists() and not staging_path(at).exists()
 
 
-def test_the_hub_path_converts_an_in_memory_dataset(monkeypatch, data_root):
+def test_the_hub_path_converts_an_in_memory_dataset(monkeypatch, data_root, hub_reachable):
     datasets = pytest.importorskip("datasets")
     calls = []
     def fake(path, name=None, split=None, **kw):

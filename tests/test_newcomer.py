@@ -191,3 +191,27 @@ def test_an_env_whose_extra_is_missing_is_refused_before_any_step(monkeypatch):
     rc, err = _cli('check-env', 'web_env')
     first = err.splitlines()[0]   # (a second line says how to see the traceback)
     assert rc == 2 and "env 'web_env' is unavailable" in first and 'install it with' in first and 'no env or preset' not in err, err
+
+
+def test_missing_data_is_refused_before_any_model_is_built(tmp_path, monkeypatch):
+    "Issue 25: `train tiny_search env.dataset=bamboogle` and `train tiny_alfworld env.benchmark=alfworld env.size=null` died 20-25 s in, with a traceback."
+    import time
+    from pettingllms_nb.data.sources import DataMissing
+    from pettingllms_nb.training.trainer import Trainer
+    monkeypatch.setenv('PLLM_DATA', str(tmp_path / 'data'))          # an empty data directory
+    monkeypatch.setenv('ALFWORLD_DATA', str(tmp_path / 'alfworld'))   # and no ALFWorld folder
+    t0 = time.perf_counter()
+    rc, err = _cli('train', 'tiny_search', 'env.source=bamboogle', '--out', str(tmp_path / 'run'))
+    assert rc == 2 and err.splitlines()[0] == (
+        "pettingllms-nb train: env.source='bamboogle': data source 'bamboogle' (search_env, split 'test') is not in the "
+        f"data directory {tmp_path / 'data'}: get it with `pettingllms-nb data prepare bamboogle` "
+        "(`pettingllms-nb data list` shows every source)"), err
+    rc, err = _cli('train', 'tiny_search', 'env.dataset=bamboogle', '--out', str(tmp_path / 'run'))
+    assert rc == 2 and "env.dataset='bamboogle': contradicts env.source='generated'" in err, err
+    rc, err = _cli('rollout', 'search_env', 'env.source=null', 'env.dataset=bamboogle', '--seeds', '1')
+    assert rc == 2 and "env.dataset='bamboogle': a real question set is read from its file, and none is given" in err, err
+    rc, err = _cli('eval', 'tiny_alfworld', 'env.source=alfworld', 'env.size=null', '--out', str(tmp_path / 'run'))
+    assert rc == 2 and "env.source='alfworld': data source 'alfworld' (alfworld_env, split 'valid_seen')" in err, err
+    with pytest.raises(DataMissing, match="data prepare bamboogle"):
+        Trainer('tiny_search', ['env.source=bamboogle'], out_dir=tmp_path / 'run')
+    assert time.perf_counter() - t0 < 30 and not (tmp_path / 'run' / 'base').exists()

@@ -6,9 +6,9 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/config.html.md"""
 
 # %% auto #0
 __all__ = ['PRESETS_DIR', 'list_presets', 'preset_path', 'preset_description', 'describe_presets', 'yaml_error', 'read_yaml',
-           'parse_overrides', 'Config', 'load_config', 'LR_SCHEDULES', 'LOGGERS', 'SPECIALIZATIONS', 'SYNONYMS',
-           'REFERENCE_ONLY', 'WORKERS', 'ENV_ARGS', 'VAL_SEED_BASE', 'DEMO_SEED_BASE', 'EVAL_SEED_BASE',
-           'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig', 'AgentPolicyConfigs',
+           'parse_overrides', 'Config', 'renamed_key_errors', 'load_config', 'LR_SCHEDULES', 'LOGGERS',
+           'SPECIALIZATIONS', 'SYNONYMS', 'REFERENCE_ONLY', 'WORKERS', 'ENV_ARGS', 'VAL_SEED_BASE', 'DEMO_SEED_BASE',
+           'EVAL_SEED_BASE', 'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig', 'AgentPolicyConfigs',
            'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys', 'unknown_keys',
            'merge_config', 'check_resource', 'check_values', 'check_agents', 'check_models', 'check_registry',
            'check_params', 'check_config', 'agent_roles', 'agent_config', 'env_kwargs', 'agent_kwargs',
@@ -197,6 +197,15 @@ def _warn_renamed_keys(cfg, source:str):
             fix = f"write env.source: {cfg.env[k]}" if used else "remove it (env.source, or the environment's own key, chooses)"
             warnings.warn(f"{source}: env.{k} is deprecated; use env.source (with env.split): {fix}", DeprecationWarning, stacklevel=3)
 
+def renamed_key_errors(cfg, registry:Registry|None=None) -> list:
+    "An `env.*` key of the old spelling that names other problems than `env.source` (which would silently win)."
+    try: chooses = getattr((registry or global_registry).get('env', cfg.env.name), 'source_param', None)
+    except RegistryError: return []
+    return [f"env.{k}={cfg.env[k]!r}: contradicts env.source={cfg.env.source!r}, which chooses the problems; "
+            f"write env.source={cfg.env[k]} (and drop env.{k})"
+            for k in RENAMED_ENV_KEYS if chooses == k and cfg.env.source is not None
+            and cfg.env[k] not in (None, cfg.env.source)]
+
 def load_config(name_or_path,                 # a preset name, a YAML path, a dict, a `DictConfig` or a `Config`
                 overrides=(),                 # `a.b=c` strings (values parsed as YAML), applied last
                 registry:Registry|None=None   # where environments and agents are looked up (None: the library's)
@@ -208,7 +217,7 @@ def load_config(name_or_path,                 # a preset name, a YAML path, a di
     if errs: raise ConfigError(source, errs)
     try: cfg = merge_config(data, ov)
     except ConfigError as err: raise ConfigError(source, err.errors) from None
-    errs = check_config(cfg, registry)
+    errs = check_config(cfg, registry) + renamed_key_errors(cfg, registry)
     if errs: raise ConfigError(source, errs)
     _warn_renamed_keys(cfg, source)
     return Config(cfg, source)

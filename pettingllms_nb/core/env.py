@@ -145,6 +145,14 @@ def check_rules(cls:Env,
     "Rules across parameters (a subclass adds its own); run once every parameter is allowed on its own."
     return []
 
+@patch(cls_method=True)
+def check_data(cls:Env,
+               params:dict,       # constructor keyword arguments that passed `check_params` and `check_rules`
+               key:Callable=str   # parameter name -> how a message names it
+              ) -> list[str]:
+    "Problems with the data `cls(**params)` would read (a file, a folder not there), each with how to get it; checked before a run starts (a subclass that reads data adds its own)."
+    return []
+
 # %% ../../nbs/core/017_env.ipynb #fa14ea57
 class ReplayDivergence(RuntimeError):
     "Replaying an environment's recorded actions did not reproduce what the original simulator showed."

@@ -19,7 +19,8 @@ from .sources import (DataMissing, DataSource, data_dir, manifest_agrees, manife
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['DataError', 'read_input', 'Refusals', 'write_atomic', 'copy_into', 'PrepareReport', 'PrepareReports', 'prepare']
+__all__ = ['DataError', 'read_input', 'Refusals', 'write_atomic', 'copy_into', 'PrepareReport', 'PrepareReports',
+           'hub_unreachable', 'prepare']
 
 # %% ../../nbs/data/031_preparation.ipynb #aaf6eafa
 class DataError(ValueError):
@@ -192,6 +193,16 @@ class PrepareReports(list):
     def _repr_markdown_(self): return '\n'.join(f"- `{r!r}`" for r in self)
 
 # %% ../../nbs/data/031_preparation.ipynb #cbe8ddf2
+def hub_unreachable(timeout:float=3.0) -> str|None:
+    "Why the hub (`$HF_ENDPOINT`, else huggingface.co) cannot be reached, or None; offline mode (`HF_HUB_OFFLINE`) is the cache's business."
+    if os.environ.get('HF_HUB_OFFLINE', '0') not in ('', '0') or os.environ.get('HF_DATASETS_OFFLINE', '0') not in ('', '0'):
+        return None
+    import socket, urllib.parse
+    url = urllib.parse.urlsplit(os.environ.get('HF_ENDPOINT') or 'https://huggingface.co')
+    try: socket.create_connection((url.hostname, url.port or (443 if url.scheme == 'https' else 80)), timeout=timeout).close()
+    except OSError as e: return f"{url.hostname}: {e}"
+    return None
+
 @patch
 def hub_rows(self:DataSource, split:str) -> Iterator[tuple[int, dict]]:
     "The rows of split `split` fetched from the hub with `datasets.load_dataset`."
@@ -200,6 +211,10 @@ def hub_rows(self:DataSource, split:str) -> Iterator[tuple[int, dict]]:
         raise DataError(f"{self.name}: fetching from the hub needs `datasets`: "
                         "pip install 'pettingllms-nb[data]'") from None
     files, config = self.fetch.get('files', {}), self.fetch.get('config')
+    if (down := hub_unreachable()) is not None:   # one line in a few seconds, not the hub client's retries
+        raise DataError(f"{self.name}: cannot reach the hub ({down}). Without a network, download it where there is one "
+                        f"(`huggingface-cli download {self.origin} --repo-type dataset --local-dir DIR`), copy DIR here "
+                        f"and run `pettingllms-nb data prepare {self.name} --split {split} --from DIR`")
     try:
         if split in files:
             ds = datasets.load_dataset('json', data_files=f"hf://datasets/{self.origin}/{files[split]}", split='train')

@@ -15,14 +15,16 @@ from fastcore.basics import patch
 from ..core.registry import registry, RegistryError
 from ..core.names import did_you_mean
 from ..core.checks import register_check
-from ..core.accessors import source_param
+from ..core.accessors import source_param, env_kwargs
+from ..core.schema import ENV_ARGS
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['DATA_ENV', 'GET_KINDS', 'LAYOUTS', 'PRESENT', 'STATES', 'data_dir', 'DataSource', 'register_source', 'get_source',
            'manifest_path', 'staging_path', 'tree_size', 'read_manifest', 'manifest_agrees', 'SourceStatus',
-           'count_rows', 'SourceTable', 'list_sources', 'DataMissing', 'source_kwargs', 'check_source']
+           'count_rows', 'SourceTable', 'list_sources', 'DataMissing', 'source_kwargs', 'check_source', 'data_errors',
+           'check_data']
 
 # %% ../../nbs/data/030_sources.ipynb #c39c9ecc
 DATA_ENV = 'PLLM_DATA'   # the environment variable naming the data directory
@@ -350,3 +352,24 @@ def check_source(cfg,                 # a merged config
         return [f"env.split={cfg.env.split!r}: allowed values are the splits of {src_name!r}, {list(src.splits)}"
                 f"{did_you_mean(cfg.env.split, src.splits)}"]
     return []
+
+# %% ../../nbs/data/030_sources.ipynb #d629d321
+def _data_key(name:str) -> str: return f"env.{name}" if name in ENV_ARGS else f"env.kwargs.{name}"
+
+def data_errors(cfg,                 # a merged config
+                registry=registry    # where the environment and the data sources are registered
+               ) -> list[str]:
+    "What a run of `cfg` would find missing on this machine, one line each with how to get it ([]: all there). Reads no rows."
+    name, source = cfg.env.name, cfg.env.source
+    try: cls = registry.get('env', name)
+    except RegistryError: return []   # check_registry says so
+    kw = env_kwargs(cfg, registry)
+    if source is not None and source_param(name, source, registry) is None:
+        try: kw = registry.get('source', source).env_kwargs(name, kw, registry)
+        except FileNotFoundError as e: return [f"env.source={source!r}: {e}"]   # DataMissing
+        except (RegistryError, ValueError): return []   # check_source (at load) says what is wrong with the name
+    return list(cls.check_data(kw, _data_key))
+
+def check_data(cfg, registry=registry):
+    "Raise `DataMissing` (one message, every problem) when a run of `cfg` would not find its data."
+    if errs := data_errors(cfg, registry): raise DataMissing('; '.join(errs))

@@ -18,6 +18,7 @@ from ..engine.policies import ScriptedPolicy, run_sync
 from ..engine.rollout import arollout
 from ..core.names import renamed_kwarg
 from ..engine.trace import Trace
+from ..data.sources import check_data
 from ..models.tiny import tiny_model, sft, save_tiny
 from ..sandbox.program import run_canaries
 from ..scale.cluster import make_run_worker
@@ -260,6 +261,7 @@ class Trainer:
         self.ckpt_dir = self.out / t.model_checkpoints_dir
         self.roles, self.progress = agent_roles(self.cfg), progress
         check_credit(self.cfg)
+        check_data(self.cfg)   # missing data: one line now, not a traceback after the warm start
         torch.manual_seed(t.seed)
         self.worker = worker if worker is not None else _run_worker(self.cfg)   # resource.worker: sandbox or ray
         if cache_programs: self.worker = CachingWorker(self.worker)

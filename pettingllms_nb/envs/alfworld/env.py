@@ -14,7 +14,7 @@ from .engine import (INVALID_FEEDBACK, Observation, SimulatorError, asim_call,
                                                  require_alfworld, sim_call)
 from .data import (Game, generate_solvable, load_alfworld, load_textworld_games,
                                                make_textworld_game, milestones, task_type_name, SPLITS, TASK_TYPES,
-                                               TW_CHALLENGES)
+                                               TW_CHALLENGES, alfworld_data_path, _missing_data)
 from .state import AlfworldState
 
 require_alfworld()   # without the [alfworld] extra the registry lists alfworld_env as unavailable, with this reason
@@ -169,6 +169,14 @@ def check_rules(cls:AlfworldEnv, params:dict, key=str) -> list[str]:
     e += [f"{key(k)}={g(k)!r}: a parameter of benchmark={b!r}, not of {name!r}; allowed is to leave it out"
           for k, b in _ONLY.items() if g(k) is not None and b != name]
     return e
+
+@patch(cls_method=True)
+def check_data(cls:AlfworldEnv, params:dict, key=str) -> list[str]:
+    "ALFWorld's own games need their folder (`data_path`, else `$ALFWORLD_DATA`); the generated and TextWorld games need none."
+    if (params.get('dataset') or params.get('benchmark')) != 'alfworld': return []
+    split = params.get('split') or 'valid_seen'
+    where = alfworld_data_path(params.get('data_path')) / 'json_2.1.1' / split
+    return [] if where.is_dir() else [f"{key('benchmark')}='alfworld': {_missing_data(where, split)}"]
 
 # %% ../../../nbs/envs/alfworld/174_env.ipynb #e8e7b559
 @patch

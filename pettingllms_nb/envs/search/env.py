@@ -214,6 +214,15 @@ def check_rules(cls:SearchEnv, params:dict, key=str) -> list[str]:
         if v is not None and not str(v).startswith('generated') and not Path(v).exists(): e.append(f"{key(k)}={v!r}: no such file")
     return e
 
+@patch(cls_method=True)
+def check_data(cls:SearchEnv, params:dict, key=str) -> list[str]:
+    "A real question set named without its file (`env.source` finds the prepared file; a bare name cannot)."
+    name = params.get('benchmark') or params.get('dataset') or 'generated'
+    if name == 'generated' or params.get('path') is not None: return []
+    k = key('benchmark' if params.get('benchmark') else 'dataset')
+    return [f"{k}={name!r}: a real question set is read from its file, and none is given: write env.source={name} "
+            f"(the split `pettingllms-nb data prepare {name}` wrote) or give {key('path')}"]
+
 # %% ../../../nbs/envs/search/158_search_env.ipynb #5ac63bf5
 @patch
 async def run_query(self:SearchEnv, query:str, role:str, worker=None) -> dict:
