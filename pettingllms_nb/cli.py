@@ -194,7 +194,7 @@ def _cmd_data_prepare(args):
     from pettingllms_nb.data.preparation import prepare, DataError
     from pettingllms_nb.data.sources import DataMissing
     try: reports = prepare(*args.sources, split=args.split, from_path=args.from_path, root=args.data_dir,
-                           force=args.force)
+                           force=args.force, progress=True)
     except (DataError, DataMissing, ValueError) as e:
         print(f"pettingllms-nb data prepare: {e}", file=sys.stderr)
         return 2

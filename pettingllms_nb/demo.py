@@ -257,17 +257,21 @@ def _score(trainer, seeds:list) -> tuple:
     return metrics, [sum(by_seed[s]) / len(by_seed[s]) for s in seeds]
 
 def _run_row(name:str, seed:int, preset:str, train, overrides:list, out_dir:str, test_seeds:list,
-             progress:bool=False, threads:int=1) -> dict:
+             progress:bool=False, threads:int=1,
+             ticks=None) -> dict:   # a queue that gets a 1 per training step (the demo's bar counts steps across processes)
     "Train one row for one seed (unless `train` is None) and score it on `test_seeds`. Runs in a worker process."
     job = _job('row', name=name, seed=seed, preset=preset, train=train, overrides=overrides, test_seeds=test_seeds,
                threads=threads, config=_config_digest(preset, overrides + (train or [])))
-    if (kept := _kept(out_dir, job)) is not None: return {**kept, 'kept': True}
+    tick = (lambda n=1: ticks.put(n)) if ticks is not None else (lambda n=1: None)
+    if (kept := _kept(out_dir, job)) is not None:
+        tick(kept['metrics'].get('trained_steps', 0))   # its steps count as done
+        return {**kept, 'kept': True}
     import torch
     torch.set_num_threads(threads)
     _quiet_hub()
     t0 = time.perf_counter()
     tr = Trainer(preset, overrides + (train or []), out_dir=out_dir, progress=progress)
-    curve = list(tr.fit()) if train is not None else None
+    curve = list(tr.fit(callback=lambda trainer, m: tick())) if train is not None else None
     metrics, successes = _score(tr, test_seeds)
     return _keep(out_dir, job, dict(name=name, seed=seed, metrics={**metrics, 'trained_steps': tr.step},
                                     successes=successes, curve=curve, seconds=round(time.perf_counter() - t0, 1)))
@@ -283,6 +287,22 @@ def _run_jobs(fn, jobs:list, workers:int, desc:str, progress:bool) -> list:
     with ProcessPoolExecutor(workers, mp_context=mp.get_context('spawn')) as ex:
         futs = [ex.submit(fn, *j) for j in jobs]
         return [f.result() for f in tqdm(futs, desc=f"{desc} ({workers} processes)", disable=not progress)]
+
+def _run_counted(fn, jobs:list, workers:int, desc:str, progress:bool, steps:int) -> list:
+    "`_run_jobs` with one bar over every job's `steps` training steps (an ETA from the first), ticked by the jobs themselves."
+    if not progress: return _run_jobs(fn, [j + (None,) for j in jobs], workers, desc, False)
+    import multiprocessing as mp, threading
+    from tqdm.auto import tqdm
+    with mp.Manager() as manager:
+        q = manager.Queue()
+        bar = tqdm(total=steps, desc=f"{desc} ({workers} processes)" if workers > 1 else desc, unit='step')
+        def drain():
+            while (n := q.get()) is not None: bar.update(n)
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        try: return _run_jobs(fn, [j + (q,) for j in jobs], workers, desc, False)
+        finally:
+            q.put(None); reader.join(); bar.close()
 
 def _rows_dir(out:Path, name:str, seed:int) -> Path:
     slug = name.replace(' ', '_').replace('+', 'plus').replace('(', '').replace(')', '').replace('-', '_')
@@ -397,7 +417,8 @@ def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100,
     jobs = [(name, s, presets[system], train, common + [f'training.seed={s}', f'base_models.policy_0.path={bases[s]}'],
              str(_rows_dir(out, name, s)), test_seeds, False, threads)
             for name, system, train in sorted(ROWS, key=lambda r: (r[2] is None, r[2] == GRPO)) for s in seed_list]
-    results = _run_jobs(_run_row, jobs, workers, "demo rows", not quick)
+    results = _run_counted(_run_row, jobs, workers, "demo rows, training steps", not quick,
+                           steps * sum(j[3] is not None for j in jobs))
     kept = sorted(f"{r['name']} / seed {r['seed']}" for r in results if r.get('kept'))
     if kept: print(f"Kept {len(kept)} of {len(jobs)} rows from an earlier run in {out} (--fresh runs them again)")
     raw = [{k: v for k, v in r.items() if k not in ('seconds', 'kept')} for r in results]   # every job's numbers and curve

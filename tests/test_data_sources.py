@@ -584,3 +584,13 @@ def test_a_rollout_locates_its_source_once(tmp_path, data_root, monkeypatch):
     monkeypatch.setattr(DataSource, 'status', lambda self, *a, **kw: calls.append(self.name) or real(self, *a, **kw))
     tr = rollout('math_env', lambda req: 'Answer: 1', seeds=range(6), turn_order=['math_single_agent'], source='aime25')
     assert len(tr.episodes) == 6 and calls == ['aime25']
+
+
+def test_prepare_shows_a_bar_over_the_rows_it_reads(tmp_path, data_root, capsys):
+    "Issue 25: long work shows progress; `data prepare` (the CLI passes progress=True) counts the rows it reads."
+    f = tmp_path / 'aime.jsonl'
+    write_jsonl(f, [ROWS['aime24'][1]])
+    prepare('aime24', from_path=f, progress=True)
+    assert 'data prepare aime24/test' in capsys.readouterr().err
+    prepare('aime24', from_path=f, force=True)                     # the library's default: no bar
+    assert 'data prepare' not in capsys.readouterr().err

@@ -232,3 +232,17 @@ def test_every_game_runs_its_smoke_sized_demo(game, tmp_path, monkeypatch):
     assert list(s['rows']) == [r[0] for r in ROWS] and s['game'] == game and s['test_episodes'] == 8
     anchors = out['anchors']['results']
     assert anchors and all(r['oracle']['success_rate'] == 1.0 for r in anchors.values())   # the oracle of every system
+
+
+def test_the_demo_bar_counts_training_steps_across_processes(capsys):
+    "Issue 25: the demo's bar sat at 0/6 rows for 9 minutes; now it counts every row's training steps as they happen."
+    from pettingllms_nb import demo
+    def job(n, ticks):
+        for _ in range(n): ticks.put(1)
+        return n
+    assert demo._run_counted(job, [(2,), (3,)], 1, 'demo rows', True, 5) == [2, 3]
+    err = capsys.readouterr().err
+    assert 'demo rows' in err and '5/5' in err, err
+    seen = []
+    demo._run_counted(lambda ticks: seen.append(ticks), [()], 1, 'quiet', False, 1)
+    assert seen == [None] and capsys.readouterr().err == ''   # no bar: the jobs get no queue

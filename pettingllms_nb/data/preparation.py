@@ -294,14 +294,15 @@ def _install(src, split, at:Path, staging:Path, rows:int, refuse:Refusals, inp, 
 
 # %% ../../nbs/data/031_preparation.ipynb #acf94655
 @patch
-def prepare_split(self:DataSource, split:str|None=None, from_path=None, root=None, force:bool=False) -> PrepareReport:
+def prepare_split(self:DataSource, split:str|None=None, from_path=None, root=None, force:bool=False,
+                  progress:bool=False) -> PrepareReport:   # a bar over the rows read
     "Prepare split `split` into the data directory, from `from_path` (a file or folder) or where the source is had."
     t0, split = time.perf_counter(), self.split_of(split)
     at = self.location(split, root)
     if from_path is None and not force:   # nothing new named: what is there stays
         st = self.status(split, root)
         if st.state == 'prepared':
-            return _up_to_date(self, split, at, None, False) or self.prepare_split(split, None, root, True)
+            return _up_to_date(self, split, at, None, False) or self.prepare_split(split, None, root, True, progress)
         if st.present: return PrepareReport(self.name, split, 'present', st.where, st.rows, input=st.state)
         if not self.preparable:
             raise DataMissing(f"{self.name}/{split} is not something `data prepare` fetches: get it with `{st.get}`")
@@ -313,6 +314,9 @@ def prepare_split(self:DataSource, split:str|None=None, from_path=None, root=Non
     else:
         _remove(staging_path(at))
         items = (x for f in files for x in read_input(f)) if files is not None else self.hub_rows(split)
+        if progress:
+            from tqdm.auto import tqdm
+            items = tqdm(items, desc=f"data prepare {self.name}/{split}", unit=' rows')
         try: rows, sha = _write_rows(staging_path(at), self.checked_rows(split, items, refuse), self.layout)
         except BaseException: _remove(staging_path(at)); raise
     if recovered: recovered += '; ' + ('completed it' if self.layout == 'dir' else 'redone')
@@ -367,7 +371,7 @@ def _splits_for(src:DataSource, split, from_path) -> list:
     raise DataError(f"{src.name} has the splits {list(src.splits)}: say which one {_where(p)} holds (split=, --split)")
 
 def prepare(*sources:str, split:str|None=None, from_path=None, root=None, force:bool=False,
-            registry=registry) -> PrepareReports:
+            registry=registry, progress:bool=False) -> PrepareReports:   # progress: a bar over each split's rows
     "Prepare each of `sources` (names) into the data directory `root`: fetched, downloaded, or from `from_path`."
     if not sources: raise DataError("name at least one source (`pettingllms-nb data list` shows them)")
     if from_path is not None and len(sources) > 1:
@@ -376,6 +380,6 @@ def prepare(*sources:str, split:str|None=None, from_path=None, root=None, force:
     for name in sources:
         src = registry.get('source', name)
         for s in _splits_for(src, split, from_path):
-            reports.append(src.prepare_split(s, from_path, root, force))
+            reports.append(src.prepare_split(s, from_path, root, force, progress))
             _log.info("%r", reports[-1])
     return reports

@@ -6,12 +6,12 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/models/hub.html.md"""
 
 # %% ../../nbs/models/065_hub.ipynb #c73138b1
 from __future__ import annotations
-import os
+import contextlib, os
 from pathlib import Path
 from ..core.config import list_presets, load_config
 
 # %% auto #0
-__all__ = ['cuda_missing', 'local_weights', 'gpu_ready']
+__all__ = ['cuda_missing', 'local_weights', 'gpu_ready', 'hub_bars']
 
 # %% ../../nbs/models/065_hub.ipynb #4ad3e88f
 def cuda_missing() -> str|None:
@@ -62,3 +62,19 @@ def gpu_ready(*models:str, does:str='', gpu:bool=True, cache_dir:str|None=None) 
                   "`base_models.policy_0.path=/models/" + Path(absent[0]).name + "`."]
     print('\n'.join(lines))
     return False
+
+# %% ../../nbs/models/065_hub.ipynb #fe5c16e6
+@contextlib.contextmanager
+def hub_bars(show:bool):
+    "transformers' and the hub's progress bars on (`show`) or off inside the block; as they were after it."
+    if show:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+    import huggingface_hub.utils as hub_utils
+    was_tf, was_hub = hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled()
+    hf_logging.disable_progress_bar(); hub_utils.disable_progress_bars()
+    try: yield
+    finally:
+        if was_tf: hf_logging.enable_progress_bar()
+        if was_hub: hub_utils.enable_progress_bars()

@@ -20,6 +20,7 @@ from ..core.names import renamed_kwarg
 from ..engine.trace import Trace
 from ..data.sources import check_data
 from ..models.tiny import tiny_model, sft, save_tiny
+from ..models.hub import hub_bars
 from ..sandbox.program import run_canaries
 from ..scale.cluster import make_run_worker
 from .advantages import ESTIMATORS, zero_variance_batches
@@ -265,8 +266,9 @@ class Trainer:
         torch.manual_seed(t.seed)
         self.worker = worker if worker is not None else _run_worker(self.cfg)   # resource.worker: sandbox or ray
         if cache_programs: self.worker = CachingWorker(self.worker)
-        self.units, self.policies = build_units(self.cfg, self.out, worker=self.worker,   # the warm start runs programs in it
-                                                progress=self.progress)
+        with hub_bars(self.progress):   # the hub's own bars (loading, writing the tiny base) only where ours are on
+            self.units, self.policies = build_units(self.cfg, self.out, worker=self.worker,   # the warm start runs programs in it
+                                                    progress=self.progress)
         for u in self.units: make_optimizer(u, self.cfg)
         self.rng, self.step, self.history = random.Random(t.seed), 0, []
         self.dist = None   # a `Distributed` rank once `distribute` is called; None: one process
