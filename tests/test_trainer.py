@@ -321,6 +321,22 @@ def test_a_warm_start_is_cached_by_its_demonstrations(tmp_path, monkeypatch):
     assert len(calls) == 2 and len(list(T.warm_start_cache().iterdir())) == 2   # a new key; cache=False keeps nothing
 
 
+def test_a_larger_tiny_model_is_a_config_option(tmp_path, monkeypatch):
+    "training.tiny_model sizes the locally built model (issue 24: a larger tiny model as a preset option), cached apart."
+    import json
+    from pettingllms_nb.core.config import load_config
+    from pettingllms_nb.training import trainer as T
+    monkeypatch.setenv('PETTINGLLMS_NB_CACHE', str(tmp_path / 'cache'))
+    small = T.build_tiny_base(load_config('tiny_plan_path', ['training.warmstart_steps=2']), tmp_path / 'a')
+    wide = T.build_tiny_base(load_config('tiny_plan_path', ['training.warmstart_steps=2',
+                                                            'training.tiny_model={hidden_size: 96, num_layers: 3}']), tmp_path / 'b')
+    sizes = [(c['hidden_size'], c['num_hidden_layers']) for c in (json.loads((p / 'config.json').read_text()) for p in (small, wide))]
+    assert sizes == [(64, 2), (96, 3)] and len(list(T.warm_start_cache().iterdir())) == 2
+    cold = T.build_tiny_base(load_config('tiny_plan_path', ['training.warmstart_steps=0', 'training.tiny_model={num_layers: 1}']),
+                             tmp_path / 'c')
+    assert json.loads((cold / 'config.json').read_text())['num_hidden_layers'] == 1
+
+
 def test_the_warm_start_key_covers_what_changes_the_weights():
     from pettingllms_nb.training.trainer import warm_start_key
     pairs = [({'text': 'S\n.G\n'}, 'R')]

@@ -109,15 +109,16 @@ def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=
     t = cfg.training
     seed = t.seed if seed is None else seed
     steps = t.warmstart_steps if steps is None else steps
-    if not steps: return save_tiny(*tiny_model(seed=seed), path)
+    size = dict(t.tiny_model)   # {}: the default size
+    if not steps: return save_tiny(*tiny_model(seed=seed, **size), path)
     pairs = warm_start_pairs(cfg, systems, n_seeds=t.warmstart_problems, p_oracle=t.warmstart_p_oracle, seed=seed,
                              worker=worker)
-    kept = warm_start_cache() / warm_start_key(pairs, steps, t.warmstart_lr, seed)
+    kept = warm_start_cache() / warm_start_key(pairs, steps, t.warmstart_lr, seed, size)
     if cache and (kept / 'config.json').exists():
         _log.info("warm start: reusing %s (the same %d demonstrations, steps, lr and seed)", kept, len(pairs))
         shutil.copytree(kept, path, dirs_exist_ok=True)
         return Path(path)
-    model, tok = tiny_model(seed=seed)
+    model, tok = tiny_model(seed=seed, **size)
     losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed, progress=progress)
     _log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
     save_tiny(model, tok, path)
