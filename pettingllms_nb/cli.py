@@ -120,12 +120,13 @@ def _cmd_train(args):
 def _cmd_eval(args):
     from pettingllms_nb.training.trainer import Trainer
     from pettingllms_nb.core.config import load_config
-    from pettingllms_nb.training.trainer import checkpoint_mismatch
+    from pettingllms_nb.training.trainer import checkpoint_mismatch, is_checkpoint, STATE_FILE, OLD_STATE_FILE, _pickled
     cfg = load_config(args.config, args.overrides)
     if args.checkpoint:
-        if not (Path(args.checkpoint) / 'trainer_state.pkl').exists():
-            return _refuse('eval', f"--checkpoint {args.checkpoint}: not a checkpoint (no trainer_state.pkl); pass a "
+        if not is_checkpoint(args.checkpoint):
+            return _refuse('eval', f"--checkpoint {args.checkpoint}: not a checkpoint (no {STATE_FILE}); pass a "
                                    f"<run>/checkpoints/step_NNNNNN folder that train wrote")
+        if not (Path(args.checkpoint) / STATE_FILE).exists(): return _refuse('eval', _pickled(args.checkpoint))
         if (differ := checkpoint_mismatch(args.checkpoint, cfg)) and not args.force:
             return _refuse('eval', f"--checkpoint {args.checkpoint} was trained for another run: {'; '.join(differ)} "
                                    f"(--force evaluates it anyway)")
@@ -264,6 +265,16 @@ def _add_run_parsers(sub, imp):
                    help="samples per problem (avg@k, pass@k; default: training.validate_sample_num)")
     s.add_argument("-k", type=int, default=None, dest="old_k", help=argparse.SUPPRESS)   # old spelling of --sample-num
     s.add_argument("--temperature", type=float, default=None); s.set_defaults(fn=_cmd_eval)
+    s = sub.add_parser("convert-checkpoint", help="rewrite a checkpoint saved before Dec 2026 (its state a pickle) as JSON; "
+                                                  "this unpickles it: only for a checkpoint you trust")
+    s.add_argument("checkpoint", help="a <run>/checkpoints/step_NNNNNN folder"); s.set_defaults(fn=_cmd_convert_checkpoint)
+
+def _cmd_convert_checkpoint(args):
+    from pettingllms_nb.training.trainer import convert_checkpoint, is_checkpoint, STATE_FILE
+    if not is_checkpoint(args.checkpoint):
+        return _refuse('convert-checkpoint', f"{args.checkpoint}: not a checkpoint (no {STATE_FILE})")
+    print(f"converted: {convert_checkpoint(args.checkpoint) / STATE_FILE}")
+    return 0
 
 # %% ../nbs/cli/201_cli.ipynb #a5e3b85a
 def _add_service_parsers(sub):
@@ -321,7 +332,8 @@ def main(argv=None) -> int:
     except Exception as e:                               # training stopped by a broken machine: the message again
         from pettingllms_nb.training.trainer import InfraError
         from pettingllms_nb.data.sources import DataMissing
-        if isinstance(e, DataMissing) and not args.debug:   # data not on this machine: what to run, in one line
+        from pettingllms_nb.training.trainer import UnsafeCheckpoint
+        if isinstance(e, (DataMissing, UnsafeCheckpoint)) and not args.debug:   # what to run instead, in one line
             print(f"pettingllms-nb {args.cmd}: {e}" + _DEBUG_HINT, file=sys.stderr)
             return 2
         if args.debug or not isinstance(e, InfraError): raise

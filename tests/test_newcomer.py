@@ -154,9 +154,9 @@ def test_train_fresh_starts_over(tmp_path):
 def test_eval_checks_the_checkpoint_it_is_given(tmp_path):
     "A missing checkpoint is one line (rc 2); one trained for another environment is refused by name, unless --force."
     rc, err = _cli('eval', 'tiny_plan_path', '--checkpoint', str(tmp_path / 'nope'))
-    assert rc == 2 and err.count('\n') == 1 and 'not a checkpoint (no trainer_state.pkl)' in err, err
+    assert rc == 2 and err.count('\n') == 1 and 'not a checkpoint (no trainer_state.json)' in err, err
     ck = tmp_path / 'checkpoints' / 'step_000003'; ck.mkdir(parents=True)
-    (ck / 'trainer_state.pkl').write_bytes(b'')
+    (ck / 'trainer_state.json').write_text('{}')
     (ck / 'config.yaml').write_text(load_config('tiny_search').to_yaml())
     rc, err = _cli('eval', 'tiny_plan_path', '--checkpoint', str(ck))
     assert rc == 2 and err.count('\n') == 1, err

@@ -27,7 +27,8 @@ class ResourceConfig:
     "Machines the run may use, and where its parts run (see `scale.cluster.resource_plan`)."
     nnodes: int = 1                 # machines
     n_gpus_per_node: int = 0        # GPUs per machine (0: CPU only)
-    trust_remote_code: bool = True  # passed to `from_pretrained`
+    trust_remote_code: bool = False # passed to the `from_pretrained` of the models a run loads; true lets a model's
+                                    # repository run its own Python (only for a repository you trust)
     n_training_gpus_per_node: Optional[int] = None  # GPUs per node that train (None: all); the rest serve rollouts
     tensor_model_parallel_size: int = 1  # GPUs per policy (vLLM) server
     worker: str = 'sandbox'         # one of WORKERS: `sandbox` (the local process pool) or `ray` (a Ray actor pool)

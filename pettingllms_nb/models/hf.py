@@ -68,17 +68,19 @@ class HFPolicy(Policy):
                  max_tokens:int=64,                # max new tokens when `sampling` has no `max_tokens`
                  seed:int=0,                       # seeds sampling (and LoRA initialisation)
                  check_plain:bool=True,            # verify on every batch that sampling was plain
-                 chat_template_kwargs:dict|None=None): # passed to the chat template, e.g. {"enable_thinking": False}
+                 chat_template_kwargs:dict|None=None, # passed to the chat template, e.g. {"enable_thinking": False}
+                 trust_remote_code:bool=False):     # let a model's repository run its own code (`resource.trust_remote_code`)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
         self.device = pick_device(device)
         if isinstance(model, (str, Path)):
             dtype = dtype or (torch.bfloat16 if self.device.type == "cuda" else torch.float32)
             tokenizer = tokenizer if tokenizer is not None else model
-            model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
+            model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, trust_remote_code=trust_remote_code)
         elif tokenizer is None: tokenizer = getattr(model, "name_or_path", None) or getattr(model.config, "_name_or_path", None)
         if tokenizer is None or tokenizer == "": raise ValueError("HFPolicy: pass tokenizer= when model is an object without a name_or_path")
-        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer) if isinstance(tokenizer, (str, Path)) else tokenizer
+        self.tokenizer = (AutoTokenizer.from_pretrained(tokenizer, trust_remote_code=trust_remote_code)
+                          if isinstance(tokenizer, (str, Path)) else tokenizer)
         if not getattr(model, "hf_device_map", None): model = model.to(self.device)
         self.model = model.eval()
         self.hub_generation_config = model.generation_config

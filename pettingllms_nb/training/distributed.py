@@ -270,7 +270,7 @@ def save_unit_state(path, params:list, optimizer, scheduler, dist:Distributed|No
 def load_unit_state(path, params:list, optimizer, scheduler):
     "Restore what `save_unit_state` wrote into `params`, `optimizer` and `scheduler`."
     import torch
-    st = torch.load(path, weights_only=False)
+    st = torch.load(path, weights_only=True)   # tensors and plain containers only: a file that runs code is refused
     if len(st['params']) != len(params):
         raise ValueError(f"{path}: {len(st['params'])} saved parameters for a unit of {len(params)} (another model?)")
     with torch.no_grad():

@@ -30,10 +30,11 @@ from fastcore.basics import patch
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs', 'warm_start_cache', 'warm_start_key',
-           'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles',
-           'check_credit', 'Trainer', 'InfraError', 'infra_summary', 'run_leftovers', 'clear_run',
-           'checkpoint_mismatch', 'FitResult', 'new_figure', 'plot_metrics']
+__all__ = ['STATE_FILE', 'OLD_STATE_FILE', 'SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs',
+           'warm_start_cache', 'warm_start_key', 'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics',
+           'CachingWorker', 'credited_roles', 'check_credit', 'Trainer', 'InfraError', 'infra_summary',
+           'UnsafeCheckpoint', 'state_to_json', 'state_from_json', 'is_checkpoint', 'convert_checkpoint',
+           'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult', 'new_figure', 'plot_metrics']
 
 # %% ../../nbs/training/084_trainer.ipynb #97c12dbf
 @dataclass
@@ -150,7 +151,8 @@ def build_units(cfg, out:Path, worker=None,
     t, spec, roles = cfg.training, cfg.specialization, agent_roles(cfg)
     ap = agent_policies(cfg)
     lcfg = lambda: lora_config(rank=t.lora_rank, alpha=t.lora_alpha)
-    pol_kw = dict(device=t.device, max_tokens=t.max_response_length, seed=t.seed)
+    pol_kw = dict(device=t.device, max_tokens=t.max_response_length, seed=t.seed,
+                  trust_remote_code=cfg.resource.trust_remote_code)
     models = {}
     def policy_for(model_name):
         if model_name not in models:
@@ -381,6 +383,28 @@ def check_sandbox(self:Trainer, tr:Trace|None=None) -> dict:
     return {'sandbox/canary_failures': len(report.failures), 'time/canaries_s': time.perf_counter() - t0}
 
 # %% ../../nbs/training/084_trainer.ipynb #979cc0ed
+STATE_FILE = 'trainer_state.json'     # the trainer's step, metrics and random states: JSON, which cannot carry code
+OLD_STATE_FILE = 'trainer_state.pkl'  # the same as a pickle (before Dec 2026): loading one can run code
+
+class UnsafeCheckpoint(ValueError):
+    "A checkpoint in a format that can run code when loaded (a pickle); `convert_checkpoint` rewrites it, on request."
+
+def state_to_json(state:dict) -> dict:
+    "The trainer state with its random states as plain lists (JSON)."
+    return {**state, 'torch_rng': state['torch_rng'].tolist(), 'rng': _rng_list(state['rng']), 'py_rng': _rng_list(state['py_rng'])}
+
+def _rng_list(s): return [s[0], list(s[1]), s[2]]
+
+def state_from_json(d:dict) -> dict:
+    "`state_to_json` undone: random states as `random.setstate` and `torch.set_rng_state` take them."
+    import torch
+    rng = lambda s: (s[0], tuple(s[1]), s[2])
+    return {**d, 'rng': rng(d['rng']), 'py_rng': rng(d['py_rng']), 'torch_rng': torch.tensor(d['torch_rng'], dtype=torch.uint8)}
+
+def is_checkpoint(path) -> bool:
+    "Whether `path` is a checkpoint folder `save_checkpoint` wrote (today's, or an old pickle one)."
+    return (Path(path) / STATE_FILE).exists() or (Path(path) / OLD_STATE_FILE).exists()
+
 def _atomic_write(path:Path, data:bytes):
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix='.tmp')
     with os.fdopen(fd, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
@@ -403,7 +427,7 @@ def save_checkpoint(self:Trainer) -> Path:
         if u.adapter is not None: u.policy.save_adapter(u.adapter, d / 'adapter')
     state = {'step': self.step, 'history': self.history, 'rng': self.rng.getstate(), 'torch_rng': torch.get_rng_state(),
              'py_rng': random.getstate(), 'policy_calls': [getattr(p, 'calls', 0) for p in self._policy_list()]}
-    (tmp / 'trainer_state.pkl').write_bytes(pickle.dumps(state))
+    (tmp / STATE_FILE).write_text(json.dumps(state_to_json(state)))
     (tmp / 'config.yaml').write_text(self.cfg.to_yaml())
     if final.exists(): shutil.rmtree(final)
     os.rename(tmp, final)
@@ -427,22 +451,39 @@ def load_checkpoint(self:Trainer, path=None) -> Path|None:
         if not (self.ckpt_dir / 'latest').exists(): return None
         path = self.ckpt_dir / (self.ckpt_dir / 'latest').read_text().strip()
     path = Path(path)
-    if not (path / 'trainer_state.pkl').exists(): raise FileNotFoundError(f"{path} is not a checkpoint (no trainer_state.pkl)")
+    if not is_checkpoint(path): raise FileNotFoundError(f"{path} is not a checkpoint (no {STATE_FILE})")
+    if not (path / STATE_FILE).exists(): raise UnsafeCheckpoint(_pickled(path))
     for u in self.units:
         d = path / 'units' / u.name
-        w = torch.load(d / 'weights.pt')
+        w = torch.load(d / 'weights.pt', weights_only=True)   # tensors only: a file that would run code is refused
         named = dict(u.policy.model.named_parameters())
         missing = [n for n in w if n not in named]
         if missing: raise ValueError(f"checkpoint {path}: unit {u.name!r} has weights {missing[:3]} this model lacks (a different config?)")
         with torch.no_grad():
             for n, v in w.items(): named[n].copy_(v)
-        o = torch.load(d / 'optim.pt')
+        o = torch.load(d / 'optim.pt', weights_only=True)
         u.optimizer.load_state_dict(o['optimizer']); u.scheduler.load_state_dict(o['scheduler'])
-    st = pickle.loads((path / 'trainer_state.pkl').read_bytes())
+    st = state_from_json(json.loads((path / STATE_FILE).read_text()))
     self.step, self.history = st['step'], st['history']
     self.rng.setstate(st['rng']); torch.set_rng_state(st['torch_rng']); random.setstate(st['py_rng'])
     for p, c in zip(self._policy_list(), st['policy_calls']): p.calls = c
     _log.info("resumed from %s at step %d", path, self.step)
+    return path
+
+# %% ../../nbs/training/084_trainer.ipynb #4a17b8a0
+def _pickled(path) -> str:
+    return (f"{path} holds its trainer state as a pickle ({OLD_STATE_FILE}, written before Dec 2026), and loading a "
+            f"pickle can run code; if you trust where it came from, convert it once with `pettingllms-nb "
+            f"convert-checkpoint {path}` (or `convert_checkpoint(path)`), then load it")
+
+def convert_checkpoint(path) -> Path:
+    "Rewrite an old checkpoint's pickled trainer state as JSON (this unpickles it: only for a checkpoint you trust)."
+    path = Path(path)
+    if (path / STATE_FILE).exists(): return path
+    if not (path / OLD_STATE_FILE).exists(): raise FileNotFoundError(f"{path} is not a checkpoint (no {STATE_FILE})")
+    state = pickle.loads((path / OLD_STATE_FILE).read_bytes())   # the one place a pickle is read: asked for by name
+    _atomic_write(path / STATE_FILE, json.dumps(state_to_json(state)).encode())
+    (path / OLD_STATE_FILE).unlink()
     return path
 
 # %% ../../nbs/training/084_trainer.ipynb #53f91317
