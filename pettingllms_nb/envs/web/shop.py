@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_shop.html.md"
 
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #9282c379
 from __future__ import annotations
-import copy, html, itertools, logging, math, re, threading
+import copy, html, itertools, logging, math, re, secrets, threading
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,9 +17,9 @@ from .data import Catalogue, webshop_reward, make_catalogue
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['PAGE_SIZE', 'CSP', 'tokens', 'SearchIndex', 'ShopSession', 'line_reward', 'order_reward', 'page', 'search_form',
-           'price', 'home_page', 'results_page', 'item_page', 'cart_page', 'done_page', 'not_found_page', 'Response',
-           'ShopApp', 'ShopServer', 'shop_server', 'close_shop_servers']
+__all__ = ['PAGE_SIZE', 'CSP', 'MAX_BODY', 'tokens', 'SearchIndex', 'ShopSession', 'line_reward', 'order_reward', 'page',
+           'search_form', 'price', 'home_page', 'results_page', 'item_page', 'cart_page', 'done_page', 'not_found_page',
+           'Response', 'ShopApp', 'content_length', 'ShopServer', 'shop_server', 'close_shop_servers']
 
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #b6fa4071
 def tokens(text:str) -> list[str]:
@@ -149,24 +149,29 @@ class Response:
     html: str = ''
     location: str|None = None
 
+def _new_id(taken) -> str:
+    "32 random hex digits (128 bits) not in `taken`: a counter (s0, s1...) let any local client read and change a cart."
+    while (sid := secrets.token_hex(16)) in taken: pass
+    return sid
+
 class ShopApp:
     "The shop over one catalogue: sessions by id, and `handle` for every route."
     def __init__(self, catalogue:Catalogue|None=None):
         self.catalogue = catalogue or make_catalogue()
         self.index = SearchIndex(self.catalogue.items)
-        self.sessions, self.lock, self._ids = {}, threading.RLock(), itertools.count()
+        self.sessions, self.lock = {}, threading.RLock()
 
     def new_session(self, goal:dict) -> ShopSession:
-        "A fresh session for `goal` (ids are unique in this app)."
+        "A fresh session for `goal`, under an id no other client can guess (it is the key to the session's cart)."
         with self.lock:
-            s = ShopSession(f"s{next(self._ids)}", goal)
+            s = ShopSession(_new_id(self.sessions), goal)
             self.sessions[s.sid] = s
             return s
 
     def copy_session(self, sid:str) -> ShopSession:
         "A copy of session `sid` under a new id (text mode's branching)."
         with self.lock:
-            s = self.sessions[sid].copy(f"s{next(self._ids)}")
+            s = self.sessions[sid].copy(_new_id(self.sessions))
             self.sessions[s.sid] = s
             return s
 
@@ -223,13 +228,46 @@ def _post(self:ShopApp, s:ShopSession, route:str, args:dict) -> Response:
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #dc1127d5
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; base-uri 'none'"
 
+MAX_BODY = 1 << 16   # bytes a form may send
+
+def content_length(value) -> int|None:
+    "A `Content-Length` header as a non-negative integer (absent: 0), or None when it is anything else."
+    if value is None: return 0
+    v = value.strip()
+    return int(v) if v.isascii() and v.isdigit() and len(v) <= 12 else None
+
 class _Handler(BaseHTTPRequestHandler):
     server_version, protocol_version = 'pllm-shop/1', 'HTTP/1.1'
+    timeout = 10   # seconds a connection may idle or trickle (slow clients are dropped, not waited on)
     def log_message(self, fmt, *args): _log.debug("shop: " + fmt, *args)
-    def do_GET(self): self._serve('GET', {})
+    def do_GET(self):
+        if self._foreign_host(): return self._refuse(421, 'this server answers for 127.0.0.1 and localhost only')
+        self._serve('GET', {})
     def do_POST(self):
-        n = min(_int(self.headers.get('Content-Length', 0), 0), 1 << 16)
-        self._serve('POST', dict(parse_qsl(self.rfile.read(n).decode('utf-8', 'replace'), keep_blank_values=True)))
+        n = content_length(self.headers.get('Content-Length'))
+        if n is None: return self._refuse(400, 'Content-Length must be a non-negative integer')
+        if n > MAX_BODY: return self._refuse(413, f'a form of at most {MAX_BODY} bytes')   # unread: the connection closes
+        if self._foreign_host(): return self._refuse(421, 'this server answers for 127.0.0.1 and localhost only')
+        origin = self.headers.get('Origin')
+        if origin is not None and origin != f"http://{self.headers.get('Host')}":
+            return self._refuse(403, 'a form from another site is refused')
+        ctype = (self.headers.get('Content-Type') or 'application/x-www-form-urlencoded').split(';')[0].strip().lower()
+        if ctype != 'application/x-www-form-urlencoded': return self._refuse(415, 'forms are application/x-www-form-urlencoded')
+        body = self.rfile.read(n)
+        if len(body) < n: return self._refuse(400, 'the body is shorter than its Content-Length')
+        self._serve('POST', dict(parse_qsl(body.decode('utf-8', 'replace'), keep_blank_values=True)))
+    def _foreign_host(self) -> bool:
+        "A Host other than this server's own address (a page elsewhere that reached loopback through its own name)."
+        return (self.headers.get('Host') or '') not in {f"{h}:{self.server.server_address[1]}" for h in ('127.0.0.1', 'localhost')}
+    def _refuse(self, status:int, why:str):
+        "A short plain answer, and the connection closed (nothing after a bad request is read as another one)."
+        self.close_connection = True
+        data = why.encode()
+        self.send_response(status)
+        for k, v in (('Content-Type', 'text/plain; charset=utf-8'), ('Content-Length', str(len(data))), ('Connection', 'close')):
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
     def _serve(self, method, form):
         m = re.match(r'^/s/([A-Za-z0-9]{1,32})/(.*)$', self.path)
         app = self.server.app
@@ -243,18 +281,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header('Content-Type', 'text/html; charset=utf-8')
         self.send_header('Content-Length', str(len(data)))
         self.send_header('Content-Security-Policy', CSP)
-        self.send_header('Referrer-Policy', 'no-referrer')
+        self.send_header('Referrer-Policy', 'same-origin')   # 'no-referrer' makes Chromium send Origin: null
         if location is not None: self.send_header('Location', location)
         self.end_headers()
         self.wfile.write(data)
 
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #362689a3
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256   # a burst of connections waits to be accepted (5, the default, dropped some of 200)
+    daemon_threads = True
+
 class ShopServer:
     "An HTTP server for `app` on 127.0.0.1 (a free port), in a daemon thread; `close()` stops it."
     def __init__(self, app:ShopApp, port:int=0):
         self.app = app
-        self.httpd = ThreadingHTTPServer(('127.0.0.1', port), _Handler)
-        self.httpd.daemon_threads, self.httpd.app = True, app
+        self.httpd = _Server(('127.0.0.1', port), _Handler)
+        self.httpd.app = app
         self.thread = threading.Thread(target=self.httpd.serve_forever, name='pllm-shop', daemon=True)
         self.thread.start()
     @property
