@@ -2,7 +2,8 @@
 Content-Length (no second request smuggled in a body), a listen queue for bursts, and slow clients dropped."""
 import re, socket, time
 import pytest
-from pettingllms_nb.envs.web.shop import ShopApp, ShopServer, content_length, MAX_BODY
+from pettingllms_nb.envs.web.shop import ShopApp, ShopServer, MAX_BODY
+from pettingllms_nb.core.parsing import parse_content_length as content_length
 
 GOAL = {'asin': None, 'instruction': 'buy anything', 'attributes': [], 'options': {}, 'price_upper': 1e9}
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 # %% auto #0
 __all__ = ['MAX_PARSE_CHARS', 'MAX_LITERAL_CHARS', 'MAX_LITERAL_DEPTH', 'FormatError', 'parse_window', 'fenced_blocks',
            'extract_code', 'extract_program', 'clip', 'all_boxed', 'printable', 'extract_boxed', 'parse_literal',
-           'parse_actions', 'parse_grid']
+           'parse_actions', 'parse_grid', 'parse_content_length']
 
 # %% ../../nbs/core/013_parsing.ipynb #4ebccf8b
 class FormatError(ValueError):
@@ -187,3 +187,11 @@ def parse_grid(text:str, size:int, marker:str|None="####", lo:int=0, hi:int|None
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise FormatError(f"cell ({r},{c}) is {v!r}; expected an integer in [{lo}, {hi}]")
     return g
+
+# %% ../../nbs/core/013_parsing.ipynb #225a23ca
+def parse_content_length(value:str|None  # the header's value (None: the header is absent)
+                        ) -> int|None:    # the length (absent: 0), or None when the value is not a length
+    "A `Content-Length` header as a non-negative integer of at most 12 digits; None for anything else."
+    if value is None: return 0
+    v = value.strip()
+    return int(v) if v.isascii() and v.isdigit() and len(v) <= 12 else None

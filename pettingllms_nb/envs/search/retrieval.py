@@ -15,14 +15,15 @@ from importlib.util import find_spec
 from pathlib import Path
 from fastcore.basics import patch
 from ...core.registry import register_worker, registry
+from ...core.parsing import parse_content_length
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['MAX_QUERY_TOKENS', 'STOPWORDS', 'K1', 'B', 'TITLE_WEIGHT', 'INDEX_VERSION', 'HAVE_BM25S', 'DIALECTS',
-           'MAX_REPLY_BYTES', 'MAX_REQUEST_BYTES', 'MAX_QUERIES', 'MAX_TOPK', 'BACKENDS', 'Passage', 'RetrievalError',
-           'tokenize', 'query_tokens', 'Retriever', 'as_passage', 'bm25_scores', 'ScanRetriever', 'cache_dir',
-           'fingerprint', 'Fts5Index', 'Bm25sIndex', 'passage_from_reply', 'HttpRetriever', 'make_server',
+           'MAX_REPLY_BYTES', 'MAX_REQUEST_BYTES', 'MAX_QUERIES', 'MAX_TOPK', 'MAX_PASSAGES', 'BACKENDS', 'Passage',
+           'RetrievalError', 'tokenize', 'query_tokens', 'Retriever', 'as_passage', 'bm25_scores', 'ScanRetriever',
+           'cache_dir', 'fingerprint', 'Fts5Index', 'Bm25sIndex', 'passage_from_reply', 'HttpRetriever', 'make_server',
            'serve_in_thread', 'index_passages', 'read_corpus', 'open_index', 'run_server']
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #27d3b510
@@ -378,6 +379,7 @@ def search(self:HttpRetriever, query:str, k:int=3) -> list[Passage]: return self
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #c58fc98d
 MAX_REQUEST_BYTES, MAX_QUERIES, MAX_TOPK = 1 << 20, 1024, 100
+MAX_PASSAGES = 10_000   # queries × topk of one request: a reply stays a few MB (1,024 × 100 made 14 MB)
 
 def _doc(p:Passage, scores:bool) -> dict:
     d = {'id': p.doc_id, 'contents': f'"{p.title}"\n{p.text}'}
@@ -387,24 +389,34 @@ def _answer(retriever:Retriever, body, default_k:int) -> dict:
     "The reply to one request body (a ValueError says what is wrong with it)."
     if not isinstance(body, dict) or not ('queries' in body or 'query' in body):
         raise ValueError("expected {'queries': [...], 'topk': k} (batch) or {'query': '...', 'topk': k} (single)")
-    k = body.get('topk') or default_k
+    k = body.get('topk', default_k)   # topk: 0 is an error, not the default
+    if k is None: k = default_k
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_TOPK:
         raise ValueError(f"topk={k!r}; expected an integer in [1, {MAX_TOPK}]")
     qs = body['queries'] if 'queries' in body else [body['query']]
     if not (isinstance(qs, list) and 0 < len(qs) <= MAX_QUERIES and all(isinstance(q, str) for q in qs)):
         raise ValueError(f"queries must be a list of 1 to {MAX_QUERIES} strings")
+    if len(qs) * k > MAX_PASSAGES:
+        raise ValueError(f"{len(qs)} queries × topk {k} = {len(qs) * k} passages; at most {MAX_PASSAGES} per request")
     res = [[_doc(p, bool(body.get('return_scores'))) for p in r] for r in retriever.search_many(qs, k)]
     return {'result': res if 'queries' in body else res[0]}
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #478a9110
 class _Handler(BaseHTTPRequestHandler):
-    def _send(self, code:int, obj):
+    protocol_version = 'HTTP/1.1'
+    timeout = 10   # seconds a connection may idle or trickle: slow clients are dropped, not waited on
+    def _send(self, code:int, obj, close:bool=False):
         data = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header('Content-Type', 'application/json')
         self.send_header('Content-Length', str(len(data)))
+        if close:   # after a bad request nothing more is read from this connection
+            self.close_connection = True
+            self.send_header('Connection', 'close')
         self.end_headers()
         self.wfile.write(data)
+
+    def _refuse(self, code:int, why:str): self._send(code, {'error': why}, close=True)
 
     def do_GET(self):
         if self.path.rstrip('/') != '/health': return self._send(404, {'error': 'GET /health or POST /retrieve'})
@@ -412,24 +424,44 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {'status': 'ok', 'passages': len(r), 'backend': type(r).__name__})
 
     def do_POST(self):
-        if self.path.rstrip('/') != '/retrieve': return self._send(404, {'error': 'POST /retrieve'})
-        n = int(self.headers.get('Content-Length') or 0)
-        if not 0 < n <= MAX_REQUEST_BYTES:
-            return self._send(400, {'error': f"body of {n} bytes; expected 1 to {MAX_REQUEST_BYTES}"})
-        try: self._send(200, _answer(self.server.retriever, json.loads(self.rfile.read(n)), self.server.topk))
+        n = parse_content_length(self.headers.get('Content-Length'))
+        if n is None: return self._refuse(400, 'Content-Length must be a non-negative integer')
+        if self.path.rstrip('/') != '/retrieve': return self._refuse(404, 'POST /retrieve')
+        if n > MAX_REQUEST_BYTES: return self._refuse(413, f"body of {n} bytes; expected 1 to {MAX_REQUEST_BYTES}")
+        if n == 0: return self._refuse(400, f"an empty body; expected 1 to {MAX_REQUEST_BYTES} bytes of JSON")
+        origin = self.headers.get('Origin')   # a browser page elsewhere: its POST carries its own Origin
+        if origin is not None and origin not in {f"http://{self.headers.get('Host')}", f"https://{self.headers.get('Host')}"}:
+            return self._refuse(403, 'a request from another site is refused')
+        ctype = (self.headers.get('Content-Type') or 'application/json').split(';')[0].strip().lower()
+        if ctype != 'application/json':   # text/plain is what a page may send anywhere without asking first
+            return self._refuse(415, 'the body is application/json')
+        raw = self.rfile.read(n)
+        if len(raw) < n: return self._refuse(400, 'the body is shorter than its Content-Length')
+        try: body = json.loads(raw)
+        except (ValueError, RecursionError) as e:   # RecursionError: JSON nested too deep
+            return self._refuse(400, f"the body is not JSON of a request: {type(e).__name__}")
+        try: self._send(200, _answer(self.server.retriever, body, self.server.topk))
         except ValueError as e: self._send(400, {'error': str(e)})
         except Exception as e: self._send(503, {'error': f"{type(e).__name__}: {e}"})   # the index failed
 
     def log_message(self, fmt, *args): _log.debug("retrieval server: " + fmt, *args)
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #ec88eeb9
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256   # a burst of connections waits to be accepted (5, the default, lost 32 of 200)
+    daemon_threads = True
+
+class _Server6(_Server): address_family = socket.AF_INET6   # `--host ::1`
+
 def make_server(retriever:Retriever, host:str='127.0.0.1', port:int=8000, topk:int=3) -> ThreadingHTTPServer:
     "An HTTP server (not yet serving) that answers `POST /retrieve` in both dialects from `retriever`."
     if host not in ('127.0.0.1', 'localhost', '::1'):
         _log.warning("retrieval server on %s: anyone who can reach this address can query the index", host)
-    srv = ThreadingHTTPServer((host, port), _Handler)
-    srv.daemon_threads, srv.retriever, srv.topk = True, retriever, topk
-    srv.url = f"http://{host}:{srv.server_address[1]}/retrieve"
+    if isinstance(topk, bool) or not isinstance(topk, int) or not 1 <= topk <= MAX_TOPK:
+        raise ValueError(f"retrieval server: topk={topk!r}; expected an integer in [1, {MAX_TOPK}]")
+    srv = (_Server6 if ':' in host else _Server)((host, port), _Handler)
+    srv.retriever, srv.topk = retriever, topk
+    srv.url = f"http://{'[' + host + ']' if ':' in host else host}:{srv.server_address[1]}/retrieve"
     return srv
 
 class serve_in_thread:

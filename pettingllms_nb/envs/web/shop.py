@@ -13,13 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from fastcore.basics import patch
 from urllib.parse import urlencode, urlsplit, parse_qsl
 from .data import Catalogue, webshop_reward, make_catalogue
+from ...core.parsing import parse_content_length
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['PAGE_SIZE', 'CSP', 'MAX_BODY', 'tokens', 'SearchIndex', 'ShopSession', 'line_reward', 'order_reward', 'page',
            'search_form', 'price', 'home_page', 'results_page', 'item_page', 'cart_page', 'done_page', 'not_found_page',
-           'Response', 'ShopApp', 'content_length', 'ShopServer', 'shop_server', 'close_shop_servers']
+           'Response', 'ShopApp', 'ShopServer', 'shop_server', 'close_shop_servers']
 
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #b6fa4071
 def tokens(text:str) -> list[str]:
@@ -230,12 +231,6 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form
 
 MAX_BODY = 1 << 16   # bytes a form may send
 
-def content_length(value) -> int|None:
-    "A `Content-Length` header as a non-negative integer (absent: 0), or None when it is anything else."
-    if value is None: return 0
-    v = value.strip()
-    return int(v) if v.isascii() and v.isdigit() and len(v) <= 12 else None
-
 class _Handler(BaseHTTPRequestHandler):
     server_version, protocol_version = 'pllm-shop/1', 'HTTP/1.1'
     timeout = 10   # seconds a connection may idle or trickle (slow clients are dropped, not waited on)
@@ -244,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self._foreign_host(): return self._refuse(421, 'this server answers for 127.0.0.1 and localhost only')
         self._serve('GET', {})
     def do_POST(self):
-        n = content_length(self.headers.get('Content-Length'))
+        n = parse_content_length(self.headers.get('Content-Length'))
         if n is None: return self._refuse(400, 'Content-Length must be a non-negative integer')
         if n > MAX_BODY: return self._refuse(413, f'a form of at most {MAX_BODY} bytes')   # unread: the connection closes
         if self._foreign_host(): return self._refuse(421, 'this server answers for 127.0.0.1 and localhost only')
