@@ -87,3 +87,19 @@ def test_ipv6_loopback_works():
     except OSError as e: pytest.skip(f'::1 is not configured here: {e}')
     srv.server_close()
     assert srv.url.startswith('http://[::1]:')
+
+
+@pytest.mark.parametrize('length, body, code', [('abc', b'{}', 400), ('-1', b'{}', 400), (str(2 << 20), b'{}', 413),
+                                               (None, b'[' * 50_000 + b']' * 50_000, 400), (None, b'[1]', 400),
+                                               (None, b'{"model": "base", "n": "many"}', 400)])
+def test_the_policy_server_stand_in_answers_bad_requests_with_a_400(length, body, code):
+    from pettingllms_nb.models.servers import StandInServer
+    srv = StandInServer()
+    try:
+        host, port = '127.0.0.1', srv.server_port
+        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {length if length is not None else len(body)}\r\nConnection: close\r\n\r\n").encode()
+        out = raw(f"http://{host}:{port}/v1", head + body)
+        assert out.split(b' ')[1] == str(code).encode(), out[:200]
+        assert srv.request_queue_size >= 128
+    finally: srv.stop()

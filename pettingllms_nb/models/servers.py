@@ -11,14 +11,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from fastcore.basics import patch
 from ..core.registry import register_policy
+from ..core.parsing import parse_content_length
 from ..engine.policies import Policy, Request, run_sync
 from .openai import OpenAIPolicy, OpenAIServerError, _httpx, _server_message
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['LORA_HINT', 'ServerParityError', 'AdapterLoadError', 'PolicyServers', 'serve_trainer', 'adapter_fingerprint',
-           'standin_logprobs', 'StandInReference', 'StandInServer']
+__all__ = ['LORA_HINT', 'STANDIN_MAX_BODY', 'ServerParityError', 'AdapterLoadError', 'PolicyServers', 'serve_trainer',
+           'adapter_fingerprint', 'standin_logprobs', 'StandInReference', 'StandInServer']
 
 # %% ../../nbs/models/064_policy_servers.ipynb #897662db
 class ServerParityError(RuntimeError):
@@ -241,7 +242,10 @@ class StandInReference:
         return [standin_logprobs(fp, p, c) for p, c in zip(prompt_ids, completion_ids)]
 
 # %% ../../nbs/models/064_policy_servers.ipynb #7070a5ab
+STANDIN_MAX_BODY = 1 << 20   # bytes of one request
+
 class _Handler(BaseHTTPRequestHandler):
+    timeout = 10   # seconds a connection may idle or trickle
     def log_message(self, *args): pass
 
     def _send(self, status:int, obj):
@@ -261,7 +265,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         s = self.server
-        body = json.loads(self.rfile.read(int(self.headers['Content-Length'])) or b'{}')
+        n = parse_content_length(self.headers.get('Content-Length'))
+        if n is None or n > STANDIN_MAX_BODY:   # unread: the connection closes, nothing after it is a request
+            self.close_connection = True
+            return self._send(400 if n is None else 413, {'error': {'message': f"Content-Length: a JSON body of at most {STANDIN_MAX_BODY} bytes"}})
+        try: body = json.loads(self.rfile.read(n) or b'{}')
+        except (ValueError, RecursionError) as e: body = e
+        if not isinstance(body, dict):
+            return self._send(400, {'error': {'message': f"the body is not a JSON object ({type(body).__name__})"}})
         route = self.path.rstrip('/').rsplit('/', 1)[-1]
         with s.lock:
             s.calls.append((route, body))
@@ -270,7 +281,9 @@ class _Handler(BaseHTTPRequestHandler):
         handler = {'chat': self._chat, 'completions': self._chat, 'load_lora_adapter': self._load,
                    'unload_lora_adapter': self._unload}.get(route)
         if handler is None: return self._send(404, {'error': {'message': f"no route {self.path}"}})
-        handler(s, body)
+        try: handler(s, body)
+        except (ValueError, TypeError, AttributeError) as e:   # a field of the wrong type: the client's mistake
+            self._send(400, {'error': {'message': f"bad request: {type(e).__name__}: {e}"}})
 
 # %% ../../nbs/models/064_policy_servers.ipynb #9d3e4c81
 @patch
@@ -318,7 +331,7 @@ def _chat(self:_Handler, s, body):
 # %% ../../nbs/models/064_policy_servers.ipynb #bdc5a61b
 class StandInServer(ThreadingHTTPServer):
     "A stand-in for a vLLM server with runtime LoRA loading, on 127.0.0.1, recording every call (tests, notebooks)."
-    daemon_threads, request_queue_size = True, 64
+    daemon_threads, request_queue_size = True, 256
     def __init__(self, model:str='base'):
         super().__init__(('127.0.0.1', 0), _Handler)
         self.model, self.base_fp, self.lock = model, hashlib.sha256(model.encode()).hexdigest()[:16], threading.Lock()
