@@ -154,6 +154,8 @@ def parse_literal(text:str, marker:str|None="####", alone:bool=False) -> Any:
 # %% ../../nbs/core/013_parsing.ipynb #9de45d97
 _MOVE_WORDS = {'up': 'U', 'down': 'D', 'left': 'L', 'right': 'R'}
 
+_CONTROL = re.compile(r'[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]')   # control characters other than tab and line breaks
+
 def parse_actions(text:str, allowed:Iterable[str]=('U','D','L','R'), marker:str|None="####", max_len:int=200) -> list[str]:
     "A list of actions from `allowed`, read from a list literal or a bare move string after `marker`."
     allowed = list(allowed)
@@ -161,6 +163,8 @@ def parse_actions(text:str, allowed:Iterable[str]=('U','D','L','R'), marker:str|
     s = parse_window(text)
     marked = bool(marker) and marker in s
     after = s.rsplit(marker, 1)[1] if marked else s
+    if (c := _CONTROL.search(after)) is not None:   # NUL and friends are not part of a move, nor a separator
+        raise FormatError(f"a control character ({c.group()!r}) in the actions")
     try: items = parse_literal(after, marker=None, alone=not marked)
     except FormatError:
         tokens = re.findall(r"[A-Za-z]+", after.strip().splitlines()[0] if after.strip() else "")

@@ -80,15 +80,17 @@ def compact_verifier_prompt(st) -> str:
     return f"Task: {compact_task(st.instruction)}\n{orders}Verdict:"
 
 # %% ../../../nbs/envs/web/191_web_prompts.ipynb #c37e520a
-_VERDICT = re.compile(r'\b(approve[sd]?|reject(?:s|ed)?|pass)\b', re.I)
+_VERDICT = re.compile(r'(approve[sd]?|reject(?:s|ed)?|pass)\b[ \t]*[:\-\u2013,.!]?[ \t]*(.*)', re.I | re.S)
 
 def parse_verdict(response) -> tuple[str, str]:
     "`('approve' | 'reject' | 'pass', note)` from the verifier's reply; `FormatError` if it has none."
     if not isinstance(response, str): raise FormatError("the response is not text")
-    response, m = parse_window(response), None     # the last 100k characters, as every parser reads
-    for m in _VERDICT.finditer(response): pass
-    if m is None: raise FormatError("no verdict; reply approve, or reject: <what to fix>")
-    word = m.group(1).lower()
-    kind = 'approve' if word.startswith('approv') else 'reject' if word.startswith('reject') else 'pass'
-    note = response[m.end():].split('\n')[0].lstrip(' :-,.').strip()[:300] if kind == 'reject' else ''
-    return kind, note
+    response = parse_window(response)              # the last 100k characters, as every parser reads
+    for line in reversed(response.splitlines()):   # the last line that IS a verdict: the word first, at column 0
+        m = _VERDICT.fullmatch(line.rstrip())
+        if m is None: continue
+        word, rest = m.group(1).lower(), (m.group(2) or '').strip()
+        kind = 'approve' if word.startswith('approv') else 'reject' if word.startswith('reject') else 'pass'
+        if kind != 'reject' and rest: continue      # "approve, but ..." is not the declared one-word verdict
+        return kind, rest[:300] if kind == 'reject' else ''
+    raise FormatError("no verdict line; reply approve, or reject: <what to fix> (one line, the word first)")
