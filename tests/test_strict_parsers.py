@@ -21,3 +21,17 @@ def test_the_declared_verdicts_read(reply, verdict):
 def test_control_characters_are_a_format_error_not_a_move(text):
     with pytest.raises(FormatError, match='control character'): parse_actions(text)
     assert parse_actions('#### RRD') == ['R', 'R', 'D'] and parse_actions('#### R\tR') == ['R', 'R']
+
+
+def test_a_seed_given_twice_gets_its_own_ids_and_groups():
+    "Issue 26: rollout(seeds=[0, 0]) gave both episodes the same root and step ids, and in tree mode one advantage group."
+    from pettingllms_nb.engine.rollout import rollout
+    from pettingllms_nb.envs.toy import oracle_policy
+    for mode, episodes in (('independent', 6), ('tree', 3)):   # independent: sample_num rollouts of each seed given
+        tr = rollout('toy_relay', oracle_policy, seeds=[0, 0, 1], mode=mode, sample_num=2)
+        assert len(tr.episodes) == len({e.root_id for e in tr.episodes}) == episodes
+        assert len({s.id for s in tr.steps}) == len(tr.steps)
+        assert sorted(e.rollout_idx for e in tr.episodes if e.seed == 0) == list(range(episodes * 2 // 3))
+    tree = rollout('toy_relay', oracle_policy, seeds=[0, 0], mode='tree', sample_num=2)
+    first = [s.group_id for s in tree.steps if s.turn_idx == 0 and s.role == tree.steps[0].role]   # one group per root
+    assert len(set(first)) == 2, first

@@ -123,13 +123,14 @@ class Slot:
 
 def make_slots(spec:RolloutSpec, seeds, copies:int=1, trace:Trace|None=None) -> list[Slot]:
     "Phase 1: `copies` slots per seed, each a fresh env reset to the seed and fresh agents; roots go into `trace`."
-    slots = []
+    slots, made = [], {}   # problem uid -> slots made for it so far (a seed given twice gets its own ids)
     for sd in seeds:
-        for r in range(copies):
+        for _ in range(copies):
             env = make_env(spec.env_name, **({'max_turns': spec.max_turns} if spec.max_turns else {}),
                            **spec.env_kwargs)
             env.reset(sd)
             agents = {role: make_agent(role, **spec.agent_kwargs.get(role, {})) for role in spec.turn_order}
+            r = made[env.problem_uid] = made.get(env.problem_uid, -1) + 1
             root = f"{env.problem_uid}#{r}"
             if trace is not None: trace.roots[root] = env.state.to_dict()
             slots.append(Slot(env, agents, sd, r, root, root, env.problem_uid))
