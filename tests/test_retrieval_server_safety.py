@@ -103,3 +103,30 @@ def test_the_policy_server_stand_in_answers_bad_requests_with_a_400(length, body
         assert out.split(b' ')[1] == str(code).encode(), out[:200]
         assert srv.request_queue_size >= 128
     finally: srv.stop()
+
+
+def test_the_client_deadline_is_per_request_not_per_read():
+    "Issue 26: HttpRetriever(timeout=1.0) took 8 s on a reply that trickled in a byte at a time."
+    import threading
+    from pettingllms_nb.envs.search import HttpRetriever, RetrievalError
+    lsock = socket.socket(); lsock.bind(('127.0.0.1', 0)); lsock.listen(4)
+    port, stop = lsock.getsockname()[1], threading.Event()
+    def trickle():
+        while not stop.is_set():
+            try: c, _ = lsock.accept()
+            except OSError: return
+            c.recv(65536)
+            reply = b'{"result": [[]]}'
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (len(reply) + 40))
+            for b in reply + b' ' * 40:
+                if stop.is_set(): break
+                try: c.sendall(bytes([b])); time.sleep(0.2)
+                except OSError: break
+            c.close()
+    th = threading.Thread(target=trickle, daemon=True); th.start()
+    r = HttpRetriever(f"http://127.0.0.1:{port}/retrieve", timeout=1.0, retries=0)
+    t0 = time.perf_counter()
+    with pytest.raises(RetrievalError, match='no reply within 1 s'): r.search('x', 1)
+    took = time.perf_counter() - t0
+    stop.set(); lsock.close()
+    assert took < 2.5, took

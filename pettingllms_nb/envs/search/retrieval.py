@@ -23,8 +23,8 @@ _log = logging.getLogger(__name__)
 __all__ = ['MAX_QUERY_TOKENS', 'STOPWORDS', 'K1', 'B', 'TITLE_WEIGHT', 'INDEX_VERSION', 'HAVE_BM25S', 'DIALECTS',
            'MAX_REPLY_BYTES', 'MAX_REQUEST_BYTES', 'MAX_QUERIES', 'MAX_TOPK', 'MAX_PASSAGES', 'BACKENDS', 'Passage',
            'RetrievalError', 'tokenize', 'query_tokens', 'Retriever', 'as_passage', 'bm25_scores', 'ScanRetriever',
-           'cache_dir', 'fingerprint', 'Fts5Index', 'Bm25sIndex', 'passage_from_reply', 'HttpRetriever', 'make_server',
-           'serve_in_thread', 'index_passages', 'read_corpus', 'open_index', 'run_server']
+           'cache_dir', 'fingerprint', 'Fts5Index', 'Bm25sIndex', 'passage_from_reply', 'HttpRetriever', 'read_within',
+           'make_server', 'serve_in_thread', 'index_passages', 'read_corpus', 'open_index', 'run_server']
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #27d3b510
 @dataclass(frozen=True)
@@ -323,6 +323,20 @@ class HttpRetriever(Retriever):
     def __repr__(self): return f"HttpRetriever({self.url!r}, dialect={self.dialect!r})"
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #be70bf6e
+def read_within(r, deadline:float, limit:int) -> bytes:
+    "At most `limit + 1` bytes of the response `r`, all before `deadline` (time.monotonic): a reply that trickles in stops there."
+    sock = getattr(getattr(r, 'fp', None), 'raw', None)
+    sock = getattr(sock, '_sock', None)   # the connection: each read may wait only for what is left of the deadline
+    out = bytearray()
+    while len(out) <= limit:
+        left = deadline - time.monotonic()
+        if left <= 0: raise TimeoutError('the reply did not arrive whole in time')
+        if sock is not None: sock.settimeout(left)
+        chunk = r.read1(min(1 << 16, limit + 1 - len(out)))
+        if not chunk: break
+        out += chunk
+    return bytes(out)
+
 @patch
 def _post(self:HttpRetriever, body:dict):
     "The decoded JSON reply to `body`, after retries; a `RetrievalError` otherwise."
@@ -331,7 +345,8 @@ def _post(self:HttpRetriever, body:dict):
         if attempt: time.sleep(self.backoff * 2 ** (attempt - 1))
         req = urllib.request.Request(self.url, data=data, headers={'Content-Type': 'application/json'}, method='POST')
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r: raw = r.read(MAX_REPLY_BYTES + 1)
+            deadline = time.monotonic() + self.timeout   # seconds for the whole request, not for each read
+            with urllib.request.urlopen(req, timeout=self.timeout) as r: raw = read_within(r, deadline, MAX_REPLY_BYTES)
         except urllib.error.HTTPError as e:
             last = f"HTTP {e.code}: {e.read(300).decode('utf-8', 'replace')!r}"
             if e.code < 500: break
