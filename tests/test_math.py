@@ -45,7 +45,7 @@ def test_equivalence_cases(gold, pred, want):
 MATH_VERIFY_CASES = [
     ('-5', '-5', True, True, 'number_extraction[0]'),
     ('7425000', '7,425,000', True, True, 'number_extraction[1]'),
-    ('1000', '1 000', False, True, 'number_extraction[2]'),
+    ('1000', '1 000', True, True, 'number_extraction[2]'),
     ('1000', '1000.0', True, True, 'number_extraction[3]'),
     ('1,22', '1.22', False, True, 'number_extraction[6]'),
     ('2.74', 'Soucis : 2,74 $ a..', True, True, 'number_extraction[7]'),
@@ -135,7 +135,6 @@ MATH_VERIFY_CASES = [
 ]
 
 MATH_VERIFY_DISAGREEMENTS = {   # label -> why our answer differs from math-verify's test expectation
-    'number_extraction[2]': "a bare answer is LaTeX, where '1 000' is a product (the suite reads it as a plain number)",
     'number_extraction[6]': "a bare answer is LaTeX, where '1,22' is a list of two numbers, not a decimal comma",
     'latex_notation[5]': "the suite's test extracts LaTeX only; math-verify's default extraction (ours) finds the 9",
     'complex_math_expressions[0]': "the decimal rule: 0.0833333333333333 is not exactly 1/12 (math-verify 0.9: no too)",

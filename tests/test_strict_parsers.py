@@ -35,3 +35,13 @@ def test_a_seed_given_twice_gets_its_own_ids_and_groups():
     tree = rollout('toy_relay', oracle_policy, seeds=[0, 0], mode='tree', sample_num=2)
     first = [s.group_id for s in tree.steps if s.turn_idx == 0 and s.role == tree.steps[0].role]   # one group per root
     assert len(set(first)) == 2, first
+
+
+@pytest.mark.parametrize('gold, pred, ok', [('0', '1 000', False), ('1000', '1 000', True), ('1000', '1,000', True),
+                                            ('1000.5', '1 000.5', True), ('12345', '12{,}345', True), ('2,3', '3,2', True),
+                                            ('1000', '1 001', False)])
+def test_thousands_separators_make_one_number(gold, pred, ok):
+    "Issue 26: check_answer('0', '1 000') was True and check_answer('1000', '1 000') False."
+    pytest.importorskip('math_verify')
+    from pettingllms_nb.envs.math.checker import check_answer
+    assert check_answer(gold, pred) is ok

@@ -25,10 +25,15 @@ def as_answer(x) -> tuple[str, str]:
 
 _ROMAN_E = re.compile(r"\\(?:mathrm|text|textrm|rm|operatorname)\s*\{\s*e\s*\}")
 
+_GROUPED = re.compile(r"-?\d{1,3}(?:(?:,|\{,\}|\\,|\\ |\\;| )\d{3})+(?:\.\d+)?")   # 1 000, 1,000, 1\,000, 12{,}345.5
+_SEPARATOR = re.compile(r",|\{,\}|\\,|\\ |\\;| ")
+
 def parse_input(answer) -> str:
     "What math-verify parses for an answer: LaTeX inside `$...$`, a sentence as it is; `\\mathrm{e}` made `{e}`."
     text, kind = as_answer(answer)
     text = _ROMAN_E.sub('{e}', text)   # braced, so `\cdot\mathrm{e}` stays two tokens
+    if kind == 'latex' and _GROUPED.fullmatch(text.strip()):   # a bare number with thousands separators: one number
+        text = _SEPARATOR.sub('', text.strip())   # (inside $...$, `1 000` was 1*000 = 0 and `1,000` a pair)
     return f"${text}$" if kind == 'latex' else text
 
 # %% ../../../nbs/envs/math/125_verify_worker.ipynb #f3c52c2e
