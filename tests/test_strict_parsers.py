@@ -45,3 +45,17 @@ def test_thousands_separators_make_one_number(gold, pred, ok):
     pytest.importorskip('math_verify')
     from pettingllms_nb.envs.math.checker import check_answer
     assert check_answer(gold, pred) is ok
+
+
+def test_tree_rollouts_leave_no_shop_session_behind():
+    "Issue 26: every discarded branch of a web_env tree rollout left its server-side session (36 after one small rollout)."
+    from pettingllms_nb.engine.rollout import rollout
+    from pettingllms_nb.envs.web.env import shop_app
+    from pettingllms_nb.core.registry import registry
+    oracle = registry.get('scripted', 'web_env.oracle')
+    app = shop_app('tiny-0')
+    before = len(app.sessions)
+    tr = rollout('tiny_web_shop', oracle, mode='tree', sample_num=3, seeds=[0, 1], max_turns=3)
+    assert len(tr.steps) > 6 and len(app.sessions) == before, len(app.sessions) - before
+    rollout('tiny_web_shop', oracle, seeds=[0, 1], sample_num=2)
+    assert len(app.sessions) == before

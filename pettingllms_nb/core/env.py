@@ -116,6 +116,11 @@ def clone(self:Env) -> Env:
     return new
 
 @patch
+def close(self:Env):
+    "Release what the environment holds outside itself (a server session, a browser page, a simulator); the engine calls it on every branch it drops and every episode it ends. Nothing here."
+    pass
+
+@patch
 def __repr__(self:Env):
     if self._state is None: return f"{type(self).__name__}(not reset, max_turns={self.max_turns})"
     return (f"{type(self).__name__}({self.problem_uid}, turn={self.turn}/{self.max_turns}, done={self.done}, "
@@ -171,6 +176,12 @@ class ReplayClone:
         for a in actions: self.sim_apply(sim, a)
 
 # %% ../../nbs/core/017_env.ipynb #c2c7c949
+@patch
+def close(self:ReplayClone):
+    "Close the simulator, if one was built (a clone that never needed one holds none)."
+    if self._sim is not None: self.sim_close(self._sim)
+    self._sim = None
+
 @patch
 def sim_start(self:ReplayClone):
     "Close any simulator of the previous episode and build a fresh one (the episode's actions start empty)."

@@ -26,7 +26,7 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SCHEDULES', 'MODES', 'SELECTS', 'RolloutSpec', 'resolve_spec', 'resolve_policies', 'Slot', 'make_slots', 'start_turn',
-           'Branch', 'agent_turn', 'keep_branch', 'close_episodes', 'credit_episodes', 'arollout', 'rollout']
+           'Branch', 'agent_turn', 'release', 'keep_branch', 'close_episodes', 'credit_episodes', 'arollout', 'rollout']
 
 # %% ../../nbs/engine/042_rollout.ipynb #87847581
 SCHEDULES = ('sequential', 'simultaneous')   # RolloutSpec.schedule, multi_agent_interaction.schedule
@@ -207,6 +207,11 @@ def _record(b:Branch, group_id:str, selected:bool) -> Step:
                 success=env.success, token_ids=comp.token_ids, logprobs=comp.logprobs,
                 meta={**comp.meta, 'agent_success': bool(agent.success)})
 
+def release(env):
+    "`env.close()`, a failure logged and not raised (an episode's result does not depend on its clean-up)."
+    try: env.close()
+    except Exception as e: _log.warning("closing %s failed: %s: %s", type(env).__name__, type(e).__name__, e)
+
 def keep_branch(branches:list[Branch], select="best", seed:int=0, trace:Trace|None=None, tree:bool=True) -> Step:
     "Phase 3: record one slot's branches as one group, keep one (`select`), continue the slot from its objects."
     s, first = branches[0].slot, branches[0]
@@ -216,6 +221,8 @@ def keep_branch(branches:list[Branch], select="best", seed:int=0, trace:Trace|No
     if trace is not None:
         for st in steps: trace.add(st)
     kept = branches[keep]
+    for env in {id(e): e for e in [s.env] + [b.env for b in branches]}.values():   # the dropped branches, and the
+        if env is not kept.env: release(env)                                        # slot's env a clone replaces
     s.agents[kept.role], s.env, s.state_id = kept.agent, kept.env, steps[keep].id
     s.kept.append(steps[keep])
     return steps[keep]
@@ -309,6 +316,7 @@ async def arollout(config_or_env,              # a registered env name, a `Confi
     if bar is not None: bar.close()
     credit_episodes(slots, tree)
     close_episodes(slots, trace)
+    for s in slots: release(s.env)   # every episode's sessions, pages and simulators go with it
     return trace
 
 # %% ../../nbs/engine/042_rollout.ipynb #e5a99919
