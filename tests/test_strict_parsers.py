@@ -1,4 +1,5 @@
 """Issue 26: a verdict is the declared line, not a word found in prose; control characters are not moves."""
+import json
 import pytest
 from pettingllms_nb.core.parsing import FormatError, parse_actions
 from pettingllms_nb.envs.web.prompts import parse_verdict
@@ -59,3 +60,16 @@ def test_tree_rollouts_leave_no_shop_session_behind():
     assert len(tr.steps) > 6 and len(app.sessions) == before, len(app.sessions) - before
     rollout('tiny_web_shop', oracle, seeds=[0, 1], sample_num=2)
     assert len(app.sessions) == before
+
+
+def test_a_broken_game_file_is_named(tmp_path):
+    "Issue 26: a typo in an ALFWorld game file gave SimulatorError: 'the game does not load: AssertionError: ' (no file named)."
+    pytest.importorskip('alfworld')
+    from pettingllms_nb.envs.alfworld.data import Game, generate_solvable
+    from pettingllms_nb.envs.alfworld.engine import SimulatorError
+    d = generate_solvable(0).game()   # a generated task's game.tw-pddl dict
+    f = tmp_path / 'game.tw-pddl'
+    f.write_text(json.dumps({**d, 'pddl_problem': d['pddl_problem'].replace('(:objects', '(:objcts', 1)}))
+    with pytest.raises(SimulatorError, match=f"the game {f} does not load"): Game('x', 'alfworld', path=str(f)).engine()
+    (tmp_path / 'torn.tw-pddl').write_text('{"pddl_domain": ')
+    with pytest.raises(SimulatorError, match='torn.tw-pddl does not read'): Game('y', 'alfworld', path=str(tmp_path / 'torn.tw-pddl')).engine()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import glob, hashlib, json, logging, os, random, re, subprocess, sys
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
-from .engine import AlfredEngine, TextWorldEngine, game_data, require_alfworld
+from .engine import AlfredEngine, TextWorldEngine, game_data, require_alfworld, SimulatorError
 
 _log = logging.getLogger(__name__)
 
@@ -329,7 +329,7 @@ def _fill(rng, seed, goal:Goal, room:str, receps:list, taken:set) -> Task:
 # %% ../../../nbs/envs/alfworld/171_data.ipynb #6eba9ad1
 def solve(task:Task) -> list|None:
     "The planner's plan for `task` if playing it wins, else None."
-    eng = AlfredEngine(task.game())
+    eng = AlfredEngine(task.game(), task.uid)
     try:
         plan = eng.plan()
         if not plan: return None
@@ -362,11 +362,12 @@ class Game:
     def game(self) -> dict:
         "The `game.tw-pddl` dict (generated or read from `path`)."
         if self.task is not None: return self.task.game()
-        return json.loads(Path(self.path).read_text())
+        try: return json.loads(Path(self.path).read_text())
+        except (OSError, ValueError) as e: raise SimulatorError(f"the game {self.path} does not read: {type(e).__name__}: {e}") from None
 
     def engine(self):
         "A fresh simulator for this game (reset)."
-        return TextWorldEngine(self.path) if self.source == 'textworld' else AlfredEngine(self.game())
+        return TextWorldEngine(self.path) if self.source == 'textworld' else AlfredEngine(self.game(), self.path or self.uid)
 
 # %% ../../../nbs/envs/alfworld/171_data.ipynb #3b3712a5
 def alfworld_data_path(path=None) -> Path:

@@ -166,10 +166,11 @@ def _pddl_env_class():
 # %% ../../../nbs/envs/alfworld/170_engine.ipynb #151acd60
 class AlfredEngine:
     "One ALFWorld game on TextWorld's PDDL engine, behind ALFWorld's wrappers."
-    def __init__(self, game:dict):
+    def __init__(self, game:dict, name:str|None=None):   # name: the game's file or id, for the messages
         require_alfworld()
         import textworld
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+        self.name = name or '(a game given as a dict)'
         miss = [k for k in ('pddl_domain', 'grammar', 'pddl_problem') if not game.get(k)]
         if miss: raise ValueError(f"AlfredEngine: the game has no {miss}; expected a game.tw-pddl dict (see game_data)")
         infos = textworld.EnvInfos(admissible_commands=True, won=True)
@@ -180,7 +181,8 @@ class AlfredEngine:
         try: self._env.load(game)
         except (Exception, SystemExit) as e:   # Fast Downward's parser exits on a bad problem
             self.abandon()
-            raise SimulatorError(f"the game does not load: {type(e).__name__}: {str(e)[:500]}") from None
+            why = str(e)[:500] or '(no message)'   # a bad PDDL file often raises a bare AssertionError
+            raise SimulatorError(f"the game {self.name} does not load: {type(e).__name__}: {why}") from None
         self.last = self.reset()
 
     def close(self): self._closer()
@@ -286,7 +288,10 @@ class TextWorldEngine:
         import textworld
         infos = textworld.EnvInfos(admissible_commands=True, won=True, score=True, max_score=True, inventory=True,
                                    policy_commands=True)
-        self.path, self._env = str(path), textworld.start(str(path), infos)
+        self.path = str(path)
+        try: self._env = textworld.start(self.path, infos)
+        except (Exception, SystemExit) as e:
+            raise SimulatorError(f"the game {self.path} does not load: {type(e).__name__}: {str(e)[:500] or '(no message)'}") from None
         self._closer = weakref.finalize(self, self._env.close)
         self._closer.atexit = False
         self.last = self.reset()
