@@ -120,7 +120,7 @@ def _cmd_train(args):
 def _cmd_eval(args):
     from pettingllms_nb.training.trainer import Trainer
     from pettingllms_nb.core.config import load_config
-    from pettingllms_nb.training.trainer import checkpoint_mismatch, is_checkpoint, STATE_FILE, OLD_STATE_FILE, _pickled
+    from pettingllms_nb.training.trainer import checkpoint_mismatch, is_checkpoint, STATE_FILE, _pickled
     cfg = load_config(args.config, args.overrides)
     if args.checkpoint:
         if not is_checkpoint(args.checkpoint):

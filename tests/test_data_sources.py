@@ -279,7 +279,8 @@ def test_an_unreachable_hub_fails_in_one_line_within_seconds(monkeypatch, data_r
     "Issue 25: offline, `data prepare aime24` printed the hub client's retries for 27 s; now one line, before any request."
     import time, socket, pettingllms_nb.data.preparation as P
     datasets = pytest.importorskip("datasets")
-    monkeypatch.delenv('HF_HUB_OFFLINE', raising=False); monkeypatch.delenv('HF_DATASETS_OFFLINE', raising=False)
+    for v in ('HF_HUB_OFFLINE', 'HF_DATASETS_OFFLINE', 'HTTPS_PROXY', 'https_proxy', 'ALL_PROXY', 'all_proxy'):
+        monkeypatch.delenv(v, raising=False)
     def no_network(*a, **kw): raise OSError("[Errno -2] Name or service not known")
     monkeypatch.setattr(socket, 'create_connection', no_network)
     monkeypatch.setattr(datasets, 'load_dataset', lambda *a, **kw: pytest.fail("the hub client was called"))
@@ -594,3 +595,12 @@ def test_prepare_shows_a_bar_over_the_rows_it_reads(tmp_path, data_root, capsys)
     assert 'data prepare aime24/test' in capsys.readouterr().err
     prepare('aime24', from_path=f, force=True)                     # the library's default: no bar
     assert 'data prepare' not in capsys.readouterr().err
+
+
+def test_behind_a_proxy_the_hub_is_not_probed(monkeypatch):
+    "A direct connection says nothing about a hub reached through a proxy: no probe, the hub client decides."
+    import socket, pettingllms_nb.data.preparation as P
+    monkeypatch.delenv('HF_HUB_OFFLINE', raising=False); monkeypatch.delenv('HF_DATASETS_OFFLINE', raising=False)
+    monkeypatch.setattr(socket, 'create_connection', lambda *a, **k: pytest.fail('probed'))
+    monkeypatch.setenv('HTTPS_PROXY', 'http://proxy.example:3128')
+    assert P.hub_unreachable() is None

@@ -187,10 +187,14 @@ def _source(x) -> tuple:
         return s, read_yaml(preset_path(s))
     raise TypeError(f"load_config takes a preset name, a YAML path, a dict or a DictConfig, not {type(x).__name__}")
 
+def _chooses(cfg, registry:Registry|None=None) -> str|None:
+    "The parameter `env.name` chooses its problems by (its `source_param`), or None."
+    try: return getattr((registry or global_registry).get('env', cfg.env.name), 'source_param', None)
+    except RegistryError: return None
+
 def _warn_renamed_keys(cfg, source:str):
     "A `DeprecationWarning` for each `env.*` key that chose problems before `env.source` did."
-    try: chooses = getattr(global_registry.get('env', cfg.env.name), 'source_param', None)
-    except RegistryError: chooses = None
+    chooses = _chooses(cfg)
     for k in RENAMED_ENV_KEYS:
         if cfg.env[k] is not None:
             used = cfg.env.source is None and chooses in (k, None)   # the value this environment chooses its problems by
@@ -199,8 +203,7 @@ def _warn_renamed_keys(cfg, source:str):
 
 def renamed_key_errors(cfg, registry:Registry|None=None) -> list:
     "An `env.*` key of the old spelling that names other problems than `env.source` (which would silently win)."
-    try: chooses = getattr((registry or global_registry).get('env', cfg.env.name), 'source_param', None)
-    except RegistryError: return []
+    chooses = _chooses(cfg, registry)
     return [f"env.{k}={cfg.env[k]!r}: contradicts env.source={cfg.env.source!r}, which chooses the problems; "
             f"write env.source={cfg.env[k]} (and drop env.{k})"
             for k in RENAMED_ENV_KEYS if chooses == k and cfg.env.source is not None

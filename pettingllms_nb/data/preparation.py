@@ -197,6 +197,8 @@ def hub_unreachable(timeout:float=3.0) -> str|None:
     "Why the hub (`$HF_ENDPOINT`, else huggingface.co) cannot be reached, or None; offline mode (`HF_HUB_OFFLINE`) is the cache's business."
     if os.environ.get('HF_HUB_OFFLINE', '0') not in ('', '0') or os.environ.get('HF_DATASETS_OFFLINE', '0') not in ('', '0'):
         return None
+    if any(os.environ.get(v) for v in ('HTTPS_PROXY', 'https_proxy', 'ALL_PROXY', 'all_proxy')):
+        return None   # through a proxy a direct connection says nothing: the hub client finds out itself
     import socket, urllib.parse
     url = urllib.parse.urlsplit(os.environ.get('HF_ENDPOINT') or 'https://huggingface.co')
     try: socket.create_connection((url.hostname, url.port or (443 if url.scheme == 'https' else 80)), timeout=timeout).close()

@@ -261,11 +261,11 @@ class Trainer:
         import torch
         self.cfg = config if isinstance(config, Config) and not overrides else load_config(config, overrides)
         t = self.cfg.training
+        check_data(self.cfg)   # missing data: one line now (no folder made), not a traceback after the warm start
         self.out = Path(out_dir or t.output_dir); self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir = self.out / t.model_checkpoints_dir
         self.roles, self.progress = agent_roles(self.cfg), progress
         check_credit(self.cfg)
-        check_data(self.cfg)   # missing data: one line now, not a traceback after the warm start
         torch.manual_seed(t.seed)
         self.worker = worker if worker is not None else _run_worker(self.cfg)   # resource.worker: sandbox or ray
         if cache_programs: self.worker = CachingWorker(self.worker)
