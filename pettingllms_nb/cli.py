@@ -89,6 +89,9 @@ def _cmd_rollout(args):
     from pettingllms_nb.data.sources import check_data
     cfg = load_config(args.config, overrides=args.overrides)
     check_data(cfg)   # missing data: one line (rc 2) before any episode
+    if cfg.sandbox.allow_unisolated:
+        from pettingllms_nb.sandbox.runner import allow_unisolated
+        allow_unisolated()
     t = rollout(cfg, scripted_policy(cfg, args.policy), mode=args.mode, seeds=args.seeds, progress=True,
                 sample_num=_renamed_option(args, 'sample-num', '-n'))
     print(repr(t))

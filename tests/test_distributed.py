@@ -1,5 +1,5 @@
 "Training across processes: two gloo ranks on the CPU give the single-process update, and resume from checkpoints exactly."
-import importlib.util
+import importlib.util, os
 import pytest
 
 if importlib.util.find_spec("torch") is None or importlib.util.find_spec("accelerate") is None:
@@ -119,3 +119,26 @@ def test_a_text_only_step_is_refused_by_name_across_ranks(tmp_path):
     with pytest.raises(ValueError, match=r"step 'p#0/t0/plan_agent/0' \(agent 'plan_agent', unit 'shared'\) has no "
                                          r"sampled token ids.*distributed.*HFPolicy"):
         tr._unit_update(tr.units[0], [step], [1.0])
+
+
+def _listening(port:int) -> list:
+    "The local addresses (hex, as /proc/net shows them) listening on `port`, IPv4 and IPv6."
+    out = []
+    for f in ('/proc/net/tcp', '/proc/net/tcp6'):
+        for line in open(f).read().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            addr, p = local.rsplit(':', 1)
+            if state == '0A' and int(p, 16) == port: out.append(addr)
+    return out
+
+
+def rank_store_addresses(rank:int):
+    import torch.distributed as td
+    assert td.is_initialized() and td.get_world_size() == 2
+    return _listening(int(os.environ['MASTER_PORT'])) if rank == 0 else None
+
+
+def test_launch_store_listens_on_loopback_only():
+    "Issue 32, point 8: the rendezvous store of `launch` binds 127.0.0.1, not every address (IPv4 and IPv6)."
+    addrs, _ = D.launch(rank_store_addresses, 2)
+    assert addrs == ['0100007F'], addrs   # 127.0.0.1 only

@@ -656,3 +656,17 @@ def test_no_free_slot_for_a_server_launches_fresh(monkeypatch):
     monkeypatch.setattr(sbx.forkserver, '_own_slot', taken)
     monkeypatch.setattr(sbx.forkserver, '_idle', [])
     assert run_code("print(1)", expected='1').verdict == 'AC'
+
+
+def test_without_bubblewrap_model_code_runs_only_when_the_user_opts_in(monkeypatch):
+    "Issue 32, point 9: the rlimits-only fallback is refused (an IE that says how to opt in) unless asked for."
+    from pettingllms_nb.sandbox import runner
+    from pettingllms_nb.core.config import load_config
+    monkeypatch.setitem(runner._levels, runner._default_python(), 'rlimits-only')
+    monkeypatch.delenv(runner.UNISOLATED_ENV, raising=False)
+    r = runner.run_code("open('/tmp/pllm-unisolated-marker', 'w').write('ran')", time_limit=2)
+    assert r.verdict == 'IE' and 'sandbox.allow_unisolated=true' in r.message
+    assert load_config('tiny_plan_path').sandbox.allow_unisolated is False
+    monkeypatch.setenv(runner.UNISOLATED_ENV, '1')
+    assert runner.run_code('print(6 * 7)', expected='42').verdict == 'AC'
+    assert runner.run_code('print(1)', expected='1', isolation='rlimits-only').isolation == 'rlimits-only'

@@ -7,8 +7,8 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/core/schema.html.md"""
 # %% auto #0
 __all__ = ['LR_SCHEDULES', 'LOGGERS', 'TINY_MODEL_KEYS', 'SPECIALIZATIONS', 'SYNONYMS', 'REFERENCE_ONLY', 'ENV_ARGS',
            'RENAMED_ENV_KEYS', 'ResourceConfig', 'EnvConfig', 'BaseModelConfig', 'AgentConfig', 'AgentPolicyConfigs',
-           'MultiAgentInteraction', 'TrainingConfig', 'RunConfig', 'ConfigError', 'schema_keys', 'unknown_keys',
-           'merge_config']
+           'MultiAgentInteraction', 'TrainingConfig', 'SandboxConfig', 'RunConfig', 'ConfigError', 'schema_keys',
+           'unknown_keys', 'merge_config']
 
 # %% ../../nbs/core/015_schema.ipynb #d55944a4
 import functools, logging, re
@@ -148,6 +148,12 @@ class TrainingConfig:
 SPECIALIZATIONS = ('prompt', 'lora', 'full')   # specialization: L1, L2, L3 (L0 is a single-agent config)
 
 @dataclass
+class SandboxConfig:
+    "Where model-written code may run."
+    allow_unisolated: bool = False  # without bubblewrap, run model code anyway (as an unprivileged uid when root, else
+                                    # as yours, with rlimits only: it can reach the network and read your files)
+
+@dataclass
 class RunConfig:
     "The whole run: the schema `load_config` checks a YAML file against."
     description: str = ''           # one line saying what the run is (`pettingllms-nb presets` lists them)
@@ -161,6 +167,7 @@ class RunConfig:
     agent_policy_configs: AgentPolicyConfigs = field(default_factory=AgentPolicyConfigs)
     multi_agent_interaction: MultiAgentInteraction = field(default_factory=MultiAgentInteraction)
     training: TrainingConfig = field(default_factory=TrainingConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 # %% ../../nbs/core/015_schema.ipynb #0e195173
 class ConfigError(ValueError):

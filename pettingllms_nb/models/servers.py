@@ -7,11 +7,12 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/models/policy_servers.html
 # %% ../../nbs/models/064_policy_servers.ipynb #8b7cd2c0
 from __future__ import annotations
 import asyncio, hashlib, json, logging, math, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from fastcore.basics import patch
 from ..core.registry import register_policy
 from ..core.parsing import parse_content_length
+from ..core.serving import PooledHTTPServer
 from ..engine.policies import Policy, Request, run_sync
 from .openai import OpenAIPolicy, OpenAIServerError, _httpx, _server_message
 
@@ -329,9 +330,9 @@ def _chat(self:_Handler, s, body):
     self._send(200, out)
 
 # %% ../../nbs/models/064_policy_servers.ipynb #bdc5a61b
-class StandInServer(ThreadingHTTPServer):
+class StandInServer(PooledHTTPServer):
     "A stand-in for a vLLM server with runtime LoRA loading, on 127.0.0.1, recording every call (tests, notebooks)."
-    daemon_threads, request_queue_size = True, 256
+    max_body = STANDIN_MAX_BODY   # requests are read whole before a worker answers them
     def __init__(self, model:str='base'):
         super().__init__(('127.0.0.1', 0), _Handler)
         self.model, self.base_fp, self.lock = model, hashlib.sha256(model.encode()).hexdigest()[:16], threading.Lock()

@@ -17,7 +17,7 @@ _PARTS = {
                   'sandbox_env', 'launcher_argv', 'bwrap_argv',
                   '_base_dir', '_slot_uids'],   # internal: the tests check slots and run dirs through them
     'forkserver': ['ForkServer'],
-    'runner': ['LAUNCHES', 'run_code', 'isolation_level'],
+    'runner': ['LAUNCHES', 'run_code', 'isolation_level', 'allow_unisolated', 'unisolated_allowed'],
     'pool': ['CANARIES', 'Sandbox', 'SandboxWorker',
              '_cores'],                         # internal: the benchmark and the demo size pools with it
     'program': ['OK_VERDICTS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'TIME_LIMIT', 'default_worker', 'normalise_verdict',

@@ -17,7 +17,8 @@ from . import forkserver
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['LAUNCHES', 'run_code', 'isolation_level']
+__all__ = ['LAUNCHES', 'UNISOLATED_ENV', 'UNISOLATED_REFUSED', 'allow_unisolated', 'unisolated_allowed', 'run_code',
+           'isolation_level']
 
 # %% ../../nbs/sandbox/054_run_code.ipynb #204eaddb
 _STDERR_KEEP = 64 << 10
@@ -133,6 +134,20 @@ def _execute_server(src:bytes, stdin:bytes, python:str, wall_limit:float, output
             _log.warning("sandbox: a fork server was lost before a run started; retrying on another")
         finally: forkserver.release(server)
 
+# %% ../../nbs/sandbox/054_run_code.ipynb #b2d6f8e3
+UNISOLATED_ENV = 'PLLM_SANDBOX_ALLOW_UNISOLATED'
+UNISOLATED_REFUSED = ("bubblewrap is not available, so this program would run {level} (network reachable, your files "
+                      "readable); it was not run. Install bubblewrap (`apt-get install bubblewrap`), or opt in with "
+                      "sandbox.allow_unisolated=true (or PLLM_SANDBOX_ALLOW_UNISOLATED=1)")
+
+def allow_unisolated(allowed:bool=True):
+    "Let model code run without bubblewrap here and in the processes started from now on (`sandbox.allow_unisolated`)."
+    os.environ[UNISOLATED_ENV] = '1' if allowed else '0'
+
+def unisolated_allowed() -> bool:
+    "Did the user opt in to running model code without bubblewrap?"
+    return os.environ.get(UNISOLATED_ENV, '').strip().lower() in ('1', 'true', 'yes')
+
 # %% ../../nbs/sandbox/054_run_code.ipynb #86597e8e
 def _default_python() -> str: return os.path.realpath(sys.executable)
 
@@ -156,6 +171,8 @@ def run_code(code:str|bytes,                   # the Python program: source text
     python = python or _default_python()
     level = isolation or isolation_level(python)
     if level not in LEVELS: raise ValueError(f"isolation={level!r} is not one of {LEVELS}")
+    if isolation is None and level != 'bwrap' and not unisolated_allowed():   # see "Without bubblewrap" above
+        return RunResult('IE', isolation=level, message=UNISOLATED_REFUSED.format(level=level))
     if launch is None: launch = _default_launch(level, python, expose)
     if launch not in LAUNCHES: raise ValueError(f"launch={launch!r} is not one of {LAUNCHES}")
     if launch == 'server' and not _server_possible(level, python, expose):
@@ -233,6 +250,7 @@ def isolation_level(python:str|None=None, refresh:bool=False) -> str:
         _levels[python] = 'rlimits-only'
         _log.warning("sandbox: running untrusted code with rlimits only (as your uid, network reachable). bwrap: %s; "
                      "rlimits+uid: %s. Install bubblewrap (`apt-get install bubblewrap`), or as root pass "
-                     "`python=` an interpreter an unprivileged uid can execute (e.g. /usr/bin/python3).",
+                     "`python=` an interpreter an unprivileged uid can execute (e.g. /usr/bin/python3). Model code runs so only "
+                     "with sandbox.allow_unisolated=true.",
                      tried['bwrap'], tried['rlimits+uid'])
         return 'rlimits-only'

@@ -198,10 +198,28 @@ def _free_port() -> int:
         s.bind(('127.0.0.1', 0))
         return s.getsockname()[1]
 
+_LISTENING = []
+
+def _loopback_group(rank:int, nprocs:int, port:int):
+    "Join the group through a store that listens on 127.0.0.1 only (torch's own store binds every address)."
+    import torch, torch.distributed as td
+    if rank == 0:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(('127.0.0.1', port))
+        sock.listen(max(16, 2 * nprocs))
+        _LISTENING.append(sock)   # kept open for the process's life: the store listens on its descriptor
+        store = td.TCPStore('127.0.0.1', port, nprocs, is_master=True, master_listen_fd=sock.fileno(),
+                            wait_for_workers=False)
+    else: store = td.TCPStore('127.0.0.1', port, nprocs, is_master=False)
+    backend = 'cpu:gloo,cuda:nccl' if torch.cuda.is_available() and torch.cuda.device_count() >= nprocs else 'gloo'
+    td.init_process_group(backend, store=store, rank=rank, world_size=nprocs)   # accelerate then uses this group
+
 def _rank_main(rank:int, nprocs:int, port:int, out_dir:str, fn, args):
     import pickle
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nprocs), LOCAL_WORLD_SIZE=str(nprocs),
                       MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), OMP_NUM_THREADS='1')
+    _loopback_group(rank, nprocs, port)
     result = fn(rank, *args)
     Path(out_dir, f"rank{rank}.pkl").write_bytes(pickle.dumps(result))
 

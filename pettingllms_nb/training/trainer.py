@@ -22,6 +22,7 @@ from ..data.sources import check_data
 from ..models.tiny import tiny_model, sft, save_tiny
 from ..models.hub import hub_bars
 from ..sandbox.program import run_canaries
+from ..sandbox.runner import allow_unisolated
 from ..scale.cluster import make_run_worker
 from .advantages import ESTIMATORS, zero_variance_batches
 from .distributed import Distributed, rows_from_steps, update_unit
@@ -262,6 +263,7 @@ class Trainer:
         self.cfg = config if isinstance(config, Config) and not overrides else load_config(config, overrides)
         t = self.cfg.training
         check_data(self.cfg)   # missing data: one line now (no folder made), not a traceback after the warm start
+        if self.cfg.sandbox.allow_unisolated: allow_unisolated()   # before any worker process starts: they inherit it
         self.out = Path(out_dir or t.output_dir); self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir = self.out / t.model_checkpoints_dir
         self.roles, self.progress = agent_roles(self.cfg), progress

@@ -10,12 +10,13 @@ import asyncio, hashlib, json, logging, math, os, re, socket, sqlite3, threading
 import urllib.error, urllib.request
 from collections import Counter
 from dataclasses import dataclass, asdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from importlib.util import find_spec
 from pathlib import Path
 from fastcore.basics import patch
 from ...core.registry import register_worker, registry
 from ...core.parsing import parse_content_length
+from ...core.serving import PooledHTTPServer
 
 _log = logging.getLogger(__name__)
 
@@ -462,19 +463,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args): _log.debug("retrieval server: " + fmt, *args)
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #ec88eeb9
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256   # a burst of connections waits to be accepted (5, the default, lost 32 of 200)
-    daemon_threads = True
+class _Server(PooledHTTPServer):
+    max_body = MAX_REQUEST_BYTES   # requests are read whole before a worker answers them (`::1` binds IPv6)
 
-class _Server6(_Server): address_family = socket.AF_INET6   # `--host ::1`
-
-def make_server(retriever:Retriever, host:str='127.0.0.1', port:int=8000, topk:int=3) -> ThreadingHTTPServer:
+def make_server(retriever:Retriever, host:str='127.0.0.1', port:int=8000, topk:int=3) -> PooledHTTPServer:
     "An HTTP server (not yet serving) that answers `POST /retrieve` in both dialects from `retriever`."
     if host not in ('127.0.0.1', 'localhost', '::1'):
         _log.warning("retrieval server on %s: anyone who can reach this address can query the index", host)
     if isinstance(topk, bool) or not isinstance(topk, int) or not 1 <= topk <= MAX_TOPK:
         raise ValueError(f"retrieval server: topk={topk!r}; expected an integer in [1, {MAX_TOPK}]")
-    srv = (_Server6 if ':' in host else _Server)((host, port), _Handler)
+    srv = _Server((host, port), _Handler)
     srv.retriever, srv.topk = retriever, topk
     srv.url = f"http://{'[' + host + ']' if ':' in host else host}:{srv.server_address[1]}/retrieve"
     return srv

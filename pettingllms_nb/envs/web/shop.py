@@ -9,11 +9,12 @@ from __future__ import annotations
 import copy, html, itertools, logging, math, re, secrets, threading
 from collections import Counter
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from fastcore.basics import patch
 from urllib.parse import urlencode, urlsplit, parse_qsl
 from .data import Catalogue, webshop_reward, make_catalogue
 from ...core.parsing import parse_content_length
+from ...core.serving import PooledHTTPServer
 
 _log = logging.getLogger(__name__)
 
@@ -282,9 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #362689a3
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256   # a burst of connections waits to be accepted (5, the default, dropped some of 200)
-    daemon_threads = True
+class _Server(PooledHTTPServer):
+    max_body = MAX_BODY   # requests are read whole before a worker answers them; a longer form reaches the handler unread
 
 class ShopServer:
     "An HTTP server for `app` on 127.0.0.1 (a free port), in a daemon thread; `close()` stops it."
