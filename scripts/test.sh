@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test: the library notebooks (nbs/, through nbdev-test), then pytest (tests/), which also runs every
 # tutorial as Jupyter's "Run All" does, in a real kernel (tests/test_run_all.py, through scripts/execute_notebooks.py).
-# Creates .venv on first use. SMOKE=1 skips cells and tests marked slow; the default runs the full set.
+# Creates .venv on first use. SMOKE=1 skips cells and tests marked slow, except one slice of them chosen by the commit
+# (SLOW_SLICE=k/N picks one, SLOW_SLICE=none runs none); the default runs the full set.
 # Before the main pytest run, tests/vllm runs in .venv-vllm (built by scripts/vllm-venv.sh); SKIP_VLLM=1 skips it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,6 +19,14 @@ if ! command -v bwrap >/dev/null 2>&1 && [ -z "${PLLM_SANDBOX_ALLOW_UNISOLATED:-
 fi
 flags=""
 [ "${SMOKE:-0}" = "1" ] || flags="slow"
+# A smoke run also runs one slice of the slow tests and notebooks, chosen by the commit (scripts/slow_slice.py), so
+# every slow one runs within a few landings; SLOW_SLICE=k/N picks a slice, SLOW_SLICE=none runs none.
+slice=""
+if [ "${SMOKE:-0}" = "1" ]; then
+  slice="${SLOW_SLICE:-$(python scripts/slow_slice.py --commit 4)}"
+  [ "$slice" = "none" ] && slice=""
+  [ -n "$slice" ] && echo "[test] smoke set plus slice $slice of the slow set" >&2
+fi
 # Each notebook runs in a fresh process of its own, as in a real kernel (see scripts/nbtest.py for why).
 vllm_pid=""
 if [ "${SKIP_VLLM:-0}" != "1" ]; then
@@ -30,7 +39,7 @@ if [ "${SKIP_VLLM:-0}" != "1" ]; then
   trap 'pkill -P "$vllm_pid" 2>/dev/null; kill "$vllm_pid" 2>/dev/null; wait "$vllm_pid" 2>/dev/null; rm -f "$vllm_log"' EXIT
 fi
 echo "[test] notebooks: nbs/ (the tutorials run in pytest, tests/test_run_all.py)" >&2
-python scripts/nbtest.py --workers "${NB_WORKERS:-2}" --flags "$flags" nbs
+python scripts/nbtest.py --workers "${NB_WORKERS:-2}" --flags "$flags" --slow-slice "$slice" nbs
 if [ -n "$vllm_pid" ]; then
   # VLLMPolicy for real on vLLM's CPU build, in its own venv (it pins torch 2.13.0+cpu and transformers < 5.20).
   echo "[test] vLLM: tests/vllm in .venv-vllm (SKIP_VLLM=1 skips)" >&2
@@ -45,5 +54,5 @@ if [ -n "$vllm_pid" ]; then
 fi
 echo "[test] pytest: tests/" >&2
 pytest_args=(-q -p no:cacheprovider)
-[ "${SMOKE:-0}" = "1" ] && pytest_args+=(-m "not slow")
-exec pytest "${pytest_args[@]}" tests
+if [ "${SMOKE:-0}" = "1" ] && [ -z "$slice" ]; then pytest_args+=(-m "not slow"); fi
+PLLM_SLOW_SLICE="$slice" exec pytest "${pytest_args[@]}" tests
