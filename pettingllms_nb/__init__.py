@@ -47,6 +47,7 @@ _PUBLIC = {   # name -> 'module' (the same name there) or 'module:attribute'
     'grpo': 'training.advantages', 'at_grpo': 'training.advantages', 'Trainer': 'training.trainer',
     'tiny_model': 'models.tiny',
     'StepThrough': 'widgets.stepthrough', 'TreeView': 'widgets.stepthrough', 'GroupInspector': 'widgets.stepthrough',
+    'TrainingDashboard': 'widgets.stepthrough',
     'run_code': 'sandbox', 'run_program': 'sandbox',
     'check_answer': 'envs.math.checker',
     # each environment's scripted policies, under names that say whose they are (the functions the environment

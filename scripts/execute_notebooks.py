@@ -76,7 +76,10 @@ def strip_widget_views(nb) -> int:
         if c['cell_type'] != 'code': continue   # only code cells have outputs (a markdown one must not get the key)
         for o in c['outputs']:
             if WIDGET_VIEW in o.get('data', {}):
-                del o['data'][WIDGET_VIEW]
+                # a widget without a static `text/html` copy (a tqdm bar in a notebook: it ignores TQDM_DISABLE) would
+                # keep only the `text/plain` of its first moment, `0/30 0%` forever on a static page: it goes entirely
+                if 'text/html' not in o['data']: o['data'] = {}
+                else: del o['data'][WIDGET_VIEW]
                 n += 1
         c['outputs'] = [o for o in c['outputs'] if o.get('output_type') not in ('execute_result', 'display_data')
                         or o.get('data')]

@@ -59,6 +59,12 @@ def on_files(files, config):
     return files
 
 
+def on_page_markdown(markdown, page, config, files):
+    "The README is the home page: its links into docs/ (written for GitHub, from the repository root) point into the site."
+    if page.file.src_uri != 'index.md': return markdown
+    return re.sub(r"""(\]\(|src=["'])docs/""", r'\1', markdown)   # docs/ is the site's root: docs/images/x.png is images/x.png
+
+
 def as_markdown(nb:Path) -> str:
     "The notebook as markdown: its text, its code in fences, and its text outputs."
     out = []

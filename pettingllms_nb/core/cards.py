@@ -20,7 +20,14 @@ def esc(x,                    # any value: a string as it is, anything else JSON
     if limit is not None and len(s) > limit: s = s[:limit // 2] + f" …({len(s) - limit} chars cut)… " + s[-limit // 2:]
     return html.escape(s)
 
-def _pre(text:str) -> str: return f"<pre style='margin:0;white-space:pre-wrap;max-height:24em;overflow:auto'>{text}</pre>"
+# Prose and prompts wrap at word boundaries (Jupyter's own `pre` style breaks anywhere: "Each tu/rn"), in a monospace
+# font everywhere (a static page's `pre` may not be), so ASCII boards line up; table cells read left to right (Jupyter
+# right-aligns `td` for numbers).
+_MONO = "font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace"
+_WRAP = "white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere"
+_TD = "style='text-align:left;vertical-align:top'"
+
+def _pre(text:str) -> str: return f"<pre style='margin:0;{_WRAP};{_MONO};max-height:24em;overflow:auto'>{text}</pre>"
 
 # %% ../../nbs/core/010_cards.ipynb #03e65695
 def as_dict(state) -> dict:
@@ -35,7 +42,7 @@ def kv_table(d:dict,          # the fields to show
             ) -> str:
     "A key/value table of `d` (values escaped and clipped); keys in `highlight` are marked as changed."
     rows = ''.join(f"<tr class='{'pllm-changed' if k in highlight else ''}' style='{'background:#fff3b0' if k in highlight else ''}'>"
-                   f"<th style='text-align:left;vertical-align:top'>{esc(k)}</th><td>{_pre(esc(d[k], limit))}</td></tr>"
+                   f"<th style='text-align:left;vertical-align:top'>{esc(k)}</th><td {_TD}>{_pre(esc(d[k], limit))}</td></tr>"
                    for k in (keys if keys is not None else d) if k in d)
     return f"<table class='pllm-kv'>{rows}</table>"
 

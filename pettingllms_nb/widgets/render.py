@@ -10,13 +10,14 @@ import html, importlib, json
 from typing import Any
 from ..core.state import EnvState
 from ..core.registry import registry, RegistryError
-from ..core.cards import esc, _pre, as_dict, kv_table, register_card, register_board, card_of, board_of, state_html
+import re
+from ..core.cards import esc, _pre, _MONO, _WRAP, _TD, as_dict, kv_table, register_card, register_board, card_of, board_of, state_html
 
 # %% auto #0
-__all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'state_class', 'board_svg', 'badge', 'verdict_badge', 'flag_badge', 'rate',
-           'render_state', 'show_html', 'flatten', 'changed', 'render_diff', 'render_prompt', 'render_completion',
-           'render_action', 'render_infra', 'render_reward', 'render_step_card', 'render_phase', 'esc', 'as_dict',
-           'kv_table', 'register_card', 'register_board']
+__all__ = ['PHASES', 'CELL', 'VERDICT_COLOURS', 'NEUTRAL', 'state_class', 'board_svg', 'badge', 'verdict_badge', 'flag_badge',
+           'rate', 'render_state', 'show_html', 'flatten', 'changed', 'is_image_uri', 'image_html', 'render_diff',
+           'render_prompt', 'render_completion', 'render_action', 'render_infra', 'render_reward', 'render_step_card',
+           'render_phase', 'esc', 'as_dict', 'kv_table', 'register_card', 'register_board']
 
 # %% ../../nbs/widgets/090_render.ipynb #d113efc3
 PHASES = ('update_from_env', 'generate', 'update_from_model', 'step', 'reward')  # one interaction cycle of one agent
@@ -86,15 +87,22 @@ def verdict_badge(verdict, why:str='') -> str:
     v = str(verdict)
     return f"<span class='pllm-verdict' data-verdict='{esc(v)}'>{badge(v, VERDICT_COLOURS.get(v.upper(), '#57606a'), why)}</span>"
 
-def flag_badge(label:str, value) -> str:
-    "A yes/no fact as a green ✔ or red ✘ badge."
-    return badge(f"{'✔' if value else '✘'} {label}", '#1f883d' if value else '#d1242f')
+NEUTRAL = '#57606a'   # a fact that is not a verdict yet: "not won yet" is no failure while the episode goes on
+
+def flag_badge(label:str,            # the fact, as it reads when true ("won", "agree")
+               value,                # True: green ✔; False: red ✘; None: not known yet (grey)
+               pending:str|None=None # when given, a false `value` is not final yet: a grey badge with this text instead
+              ) -> str:
+    "A yes/no fact as a green ✔ or red ✘ badge; grey while it is not decided (None, or false with `pending` text)."
+    if value: return badge(f"✔ {label}", '#1f883d')
+    if value is None or pending is not None: return badge(pending or f"{label}: not yet", NEUTRAL)
+    return badge(f"✘ {label}", '#d1242f')
 
 def rate(x) -> str: return '—' if x is None else f"{x:.0%}"
 def _val(x, limit:int=300) -> str: return '—' if x is None else esc(x, limit)
 
 def _code(text, limit:int=8000) -> str:
-    return ("<pre class='pllm-code' style='margin:0;white-space:pre-wrap;max-height:24em;overflow:auto;background:#f6f8fa;"
+    return (f"<pre class='pllm-code' style='margin:0;{_WRAP};{_MONO};max-height:24em;overflow:auto;background:#f6f8fa;"
             f"padding:4px;border-radius:4px'><code>{esc(text, limit)}</code></pre>")
 
 def _section(title:str, body:str, keys=(), highlight=()) -> str:
@@ -132,12 +140,28 @@ def changed(before, after) -> list[str]:
     b, a = flatten(as_dict(before)), flatten(as_dict(after))
     return [k for k in dict.fromkeys([*b, *a]) if b.get(k) != a.get(k)]
 
+_IMAGE = re.compile(r'data:image/(jpeg|png|gif|webp);base64,[A-Za-z0-9+/=]{16,}')
+
+def is_image_uri(x) -> bool: return isinstance(x, str) and _IMAGE.fullmatch(x) is not None
+
+def image_html(uri:str,            # a `data:image/...;base64,` URI
+               width:int=360,      # the width it is shown at
+               cls:str='pllm-image' # the class of the image (its full-size copy: `{cls}-full`)
+              ) -> str:
+    "An image at `width`, with a *full size* toggle below it that shows it at its natural size (no script needed)."
+    if not is_image_uri(uri): return _pre(esc(uri, 300))   # anything else stays text: a trace from disk is data, not markup
+    return (f"<div class='{cls}-wrap'><img class='{cls}' src='{uri}' width='{width}' style='border:1px solid #ccc;max-width:100%'>"
+            f"<details class='pllm-full-size'><summary style='font:11px sans-serif;cursor:pointer'>full size</summary>"
+            f"<div style='overflow:auto;max-width:100%'><img class='{cls}-full' src='{uri}' style='max-width:none'></div></details></div>")
+
+def _cell(v) -> str: return image_html(v, 240) if is_image_uri(v) else _pre(esc(v, 300))
+
 def render_diff(before, after, env=None) -> str:
-    "The state before → after: both boards (when its class has one), and a table of the changed fields (highlighted)."
+    "The state before → after: both boards (when its class has one), and a table of the changed fields (highlighted; images shown)."
     b, a = flatten(as_dict(before)), flatten(as_dict(after))
     ks = changed(before, after)
     rows = ''.join(f"<tr class='pllm-changed' style='background:#fff3b0'><th style='text-align:left;vertical-align:top'>{esc(k)}</th>"
-                   f"<td>{_pre(esc(b.get(k), 300))}</td><td>{_pre(esc(a.get(k), 300))}</td></tr>" for k in ks)
+                   f"<td {_TD}>{_cell(b.get(k))}</td><td {_TD}>{_cell(a.get(k))}</td></tr>" for k in ks)
     table = (f"<table class='pllm-diff'><tr><th>field</th><th>before</th><th>after</th></tr>{rows}</table>" if ks
              else "<p class='pllm-diff'><i>no field changed</i></p>")
     boards = ''

@@ -8,19 +8,22 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/widgets/widgets.html.md"""
 from __future__ import annotations
 import math, queue
 from fastcore.basics import patch
-from .render import PHASES, esc, render_phase, render_prompt
+from .render import PHASES, esc, render_phase, render_prompt, _pre, _TD
 from ..training.advantages import group_stats, at_grpo, at_grpo_key, is_tree
 from ..engine.policies import HumanPolicy
 
 # %% auto #0
-__all__ = ['static_bundle', 'StepThrough', 'render_tree', 'TreeView', 'render_groups', 'GroupInspector', 'HumanTextPolicy',
-           'human_widget', 'sparkline', 'dashboard_series', 'TrainingDashboard']
+__all__ = ['STATIC_CSS', 'static_bundle', 'StepThrough', 'render_tree', 'TreeView', 'render_groups', 'GroupInspector',
+           'HumanTextPolicy', 'human_widget', 'sparkline', 'dashboard_series', 'TrainingDashboard']
 
 # %% ../../nbs/widgets/091_widgets.ipynb #4af53055
+STATIC_CSS = ("<style>.pllm-copy td, .pllm-copy th { text-align: left; vertical-align: top; }"
+              ".pllm-copy pre { word-break: normal; overflow-wrap: anywhere; }</style>")
+
 def static_bundle(widget, html:str, text:str|None=None, **kw) -> dict:
     "`widget`'s mimebundle plus `html`, a static copy of what it shows (and `text` as its `text/plain`)."
     bundle = dict(widget._repr_mimebundle_(**kw) or {})
-    bundle['text/html'] = html
+    bundle['text/html'] = f"{STATIC_CSS}<div class='pllm-copy'>{html}</div>"
     if text is not None: bundle['text/plain'] = text
     return bundle
 
@@ -39,7 +42,7 @@ class StepThrough:
         self.trace, n = trace, len(trace)
         if step is None: step = n - 1 if follow else 0
         self.slider = W.IntSlider(value=min(step, max(n - 1, 0)), min=0, max=max(n - 1, 0), description='step', continuous_update=False)
-        self.phases = W.ToggleButtons(options=list(PHASES), value=phase, style={'button_width': '11.5em'})
+        self.phases = W.ToggleButtons(options=list(PHASES), value=phase, style={'button_width': 'auto'})   # each as wide as its name: 'update_from_model' whole
         self.prev_button, self.next_button = W.Button(description='◀ prev'), W.Button(description='next ▶')
         self.play = W.Play(value=0, min=0, max=max(n * len(PHASES) - 1, 0), interval=interval, description='play')
         self.view = W.HTML()
@@ -48,7 +51,8 @@ class StepThrough:
         for w in (self.slider, self.phases, self.prev_button, self.next_button, self.play): w.disabled = n == 0
         self._busy = False
         self.slider.observe(self._render, 'value'); self.phases.observe(self._render, 'value')
-        self.play.observe(self._from_play, 'value')
+        self.play.observe(self._from_play, 'value'); self.play.observe(self._on_playing, 'playing')
+        self._stopped = False
         self.prev_button.on_click(lambda _: self.move(-1)); self.next_button.on_click(lambda _: self.move(1))
         self.live_button.on_click(lambda _: self.goto_live())
         self.widget = W.VBox([W.HBox([self.play, self.prev_button, self.next_button, self.slider, self.live_button]), self.phases, self.view])
@@ -83,8 +87,15 @@ class StepThrough:
             try: self.play.value = self.position
             finally: self._busy = False
 
+    def _on_playing(self, change):
+        self._stopped = not change['new']   # ■ is "pause, then back to the start": the next jump to the start is that reset
+
     def _from_play(self, change):
-        if not self._busy: self.goto(*divmod(change['new'], len(PHASES)))
+        if self._busy: return
+        if self._stopped and change['new'] == self.play.min:   # ■ pauses where it is (the play control shows it again)
+            self._stopped = False; self._render(); return
+        self._stopped = False
+        self.goto(*divmod(change['new'], len(PHASES)))
 
 # %% ../../nbs/widgets/091_widgets.ipynb #608c4ef5
 @patch
@@ -138,10 +149,17 @@ def __repr__(self:StepThrough): return f"StepThrough({len(self.trace)} steps, at
 # %% ../../nbs/widgets/091_widgets.ipynb #dcaae1cf
 def _num(x) -> str: return '—' if x is None else f"{x:+.3f}"
 def _reward(s) -> str: return 'not scored' if s.infra_error is not None or s.reward is None else f"{s.reward:+.3f}"
+def _expandable(text, limit:int=80) -> str:
+    "`text` escaped; when longer than `limit`, its first part with the whole of it a click away."
+    s = text if isinstance(text, str) else esc(text)
+    if len(s) <= limit: return esc(s)
+    return (f"<details class='pllm-more'><summary style='cursor:pointer'>{esc(s[:limit])}…</summary>"
+            f"{_pre(esc(s, 20000))}</details>")
+
 def _what(s) -> str:
-    "The action, or the format error, or the infrastructure error a step hit."
-    if s.infra_error is not None: return '⚠ infrastructure error: ' + esc(s.infra_error, 80)
-    return esc(s.action, 80) if s.format_error is None else '⚠ ' + esc(s.format_error, 80)
+    "The action, or the format error, or the infrastructure error a step hit (a long one expands on a click)."
+    if s.infra_error is not None: return '⚠ infrastructure error: ' + _expandable(s.infra_error)
+    return _expandable(s.action) if s.format_error is None else '⚠ ' + _expandable(s.format_error)
 
 def render_tree(trace, advantages=None, max_groups:int=50) -> str:
     "Per agent step group: the sibling samples, their rewards, AT-GRPO advantages, and the kept branch (✔)."
@@ -155,8 +173,8 @@ def render_tree(trace, advantages=None, max_groups:int=50) -> str:
     for gid, sib in list(groups.items())[:max_groups]:
         rows = ''.join(
             f"<tr class='{'pllm-kept' if s.selected else 'pllm-dropped'}' style='{'background:#dff5df;font-weight:bold' if s.selected else 'color:#777'}'>"
-            f"<td>{s.sample_idx}</td><td>{'✔ kept' if s.selected else ''}</td><td>{_reward(s)}</td><td>{_num(adv[idx[id(s)]])}</td>"
-            f"<td>{_what(s)}</td></tr>" for s in sib)
+            f"<td {_TD}>{s.sample_idx}</td><td {_TD}>{'✔ kept' if s.selected else ''}</td><td {_TD}>{_reward(s)}</td>"
+            f"<td {_TD}>{_num(adv[idx[id(s)]])}</td><td {_TD}>{_what(s)}</td></tr>" for s in sib)
         s0 = sib[0]
         out.append(f"<details open class='pllm-tree-group'><summary>{esc(s0.role)} · turn {s0.turn_idx} · {esc(s0.problem_uid)} · "
                    f"{len(sib)} samples</summary><table><tr><th>sample</th><th>kept</th><th>reward</th><th>advantage</th>"
@@ -181,8 +199,13 @@ def render_groups(groups:list, max_groups:int=50) -> str:
     "The groups of `group_stats` as an HTML table: key, size, rewards, mean, std, advantages."
     fmt = lambda xs: ', '.join(_num(x) for x in xs)
     key = lambda k: ' · '.join(map(str, k)) if isinstance(k, tuple) else str(k)
+    def shown(k) -> str:   # each part clipped on its own (an agent's name never is), a parent state's id less its problem
+        parts = list(k) if isinstance(k, tuple) else [k]
+        first = str(parts[0])
+        rest = [str(p)[len(first):] if str(p).startswith(first) and len(str(p)) > len(first) else str(p) for p in parts[1:]]
+        return ' · '.join(esc(p, 60) for p in [first, *rest])
     grey = lambda g: " style='color:#999'" if g.zero_variance else ''
-    rows = ''.join(f"<tr class='pllm-group'{grey(g)}><td>{esc(key(g.key), 120)}</td>"
+    rows = ''.join(f"<tr class='pllm-group'{grey(g)}><td {_TD} title='{esc(key(g.key))}'>{shown(g.key)}</td>"
                    f"<td>{g.size}</td><td>{fmt(g.rewards)}</td><td>{g.mean:+.3f}</td><td>{g.std:.3f}</td><td>{fmt(g.advantages)}</td></tr>"
                    for g in groups[:max_groups])
     more = f"<p>… {len(groups) - max_groups} more groups</p>" if len(groups) > max_groups else ''
@@ -236,22 +259,41 @@ def human_widget(timeout:float|None=None) -> HumanTextPolicy:
     return HumanTextPolicy(timeout)
 
 # %% ../../nbs/widgets/091_widgets.ipynb #795aaa0a
-def sparkline(ys:list, width:int=220, height:int=48, label:str='', colour:str='#1e66f5') -> str:
-    "A small SVG line chart of `ys` (NaN/None skipped) with its label and last value."
-    pts = [(i, y) for i, y in enumerate(ys) if y is not None and not (isinstance(y, float) and math.isnan(y))]
+def _tick(y:float) -> str: return f"{y:.3g}"
+
+def sparkline(ys:list,                 # the values (None/NaN skipped: a step that did not report it)
+              width:int=260, height:int=80,
+              label:str='', colour:str='#1e66f5',
+              xs:list|None=None) -> str:  # each value's step (default: 1, 2, ...), labelled under the chart
+    "A small SVG line chart of `ys` with its label and last value, its y range and its steps on the axes; one point is a dot."
+    xs = list(xs) if xs is not None else list(range(1, len(ys) + 1))
+    pts = [(x, y) for x, y in zip(xs, ys) if y is not None and not (isinstance(y, float) and math.isnan(y))]
     last = f"{pts[-1][1]:.3f}" if pts else '—'
-    if len(pts) < 2: path = ''
-    else:
-        lo, hi = min(y for _, y in pts), max(y for _, y in pts); span = (hi - lo) or 1.0; n = max(len(ys) - 1, 1)
-        xy = ' '.join(f"{4 + i * (width - 8) / n:.1f},{height - 4 - (y - lo) * (height - 8) / span:.1f}" for i, y in pts)
-        path = f"<polyline points='{xy}' fill='none' stroke='{colour}' stroke-width='1.5'/>"
+    left, right, top, bottom = 44, width - 8, 6, height - 18   # the plot area; labels sit outside it
+    body = ''
+    if pts:
+        lo, hi = ymin, ymax = min(y for _, y in pts), max(y for _, y in pts)
+        if hi == lo: lo, hi = lo - (abs(lo) or 1) / 2, hi + (abs(hi) or 1) / 2   # a flat line sits in the middle
+        x0, x1 = pts[0][0], pts[-1][0]
+        px = lambda x: left + (x - x0) * (right - left) / (x1 - x0) if x1 != x0 else (left + right) / 2
+        py = lambda y: bottom - (y - lo) * (bottom - top) / (hi - lo)
+        xy = [(px(x), py(y)) for x, y in pts]
+        if len(xy) > 1: body += f"<polyline points='{' '.join(f'{a:.1f},{b:.1f}' for a, b in xy)}' fill='none' stroke='{colour}' stroke-width='1.5'/>"
+        body += f"<circle cx='{xy[-1][0]:.1f}' cy='{xy[-1][1]:.1f}' r='3' fill='{colour}'/>"   # the newest value, visible alone
+        text = lambda x, y, t, anchor: (f"<text class='pllm-axis' x='{x}' y='{y}' text-anchor='{anchor}' font-size='10' "
+                                        f"font-family='monospace' fill='#57606a'>{esc(t)}</text>")
+        ys_shown = [(ymax, top + 8), (ymin, bottom)] if ymax != ymin else [(ymin, py(ymin) + 3)]   # the data's range, not the padding
+        body += (''.join(text(left - 4, f"{at:.1f}", _tick(y), 'end') for y, at in ys_shown)
+                 + text(left, height - 4, f"step {x0}", 'start') + (text(right, height - 4, str(x1), 'end') if x1 != x0 else ''))
+    axes = f"<path class='pllm-axes' d='M{left},{top} V{bottom} H{right}' fill='none' stroke='#afb8c1' stroke-width='1'/>"
     return (f"<div class='pllm-spark' style='display:inline-block;margin:4px'><div style='font:11px monospace'>{esc(label)}: {last}</div>"
-            f"<svg width='{width}' height='{height}' style='background:#fafafa;border:1px solid #ddd'>{path}</svg></div>")
+            f"<svg width='{width}' height='{height}' style='background:#fafafa;border:1px solid #ddd'>{axes}{body}</svg></div>")
+
+_CURVES = ('success_rate', '/reward', '/pg_loss', '/loss')   # what `Trainer` writes: `train/<agent>/reward`, `<unit>/pg_loss`
 
 def dashboard_series(history:list) -> dict:
-    "The curves a dashboard draws: success rates, per-agent rewards and losses, from a metrics history."
-    keys = dict.fromkeys(k for m in history for k in m
-                         if k.endswith('success_rate') or (k.startswith('train/') and k.endswith('/reward')) or k.endswith('/loss'))
+    "The curves a dashboard draws: success rates, per-agent rewards and each unit's policy loss, from a metrics history."
+    keys = dict.fromkeys(k for m in history for k in m if k.endswith(_CURVES) and (not k.endswith('/reward') or k.startswith('train/')))
     return {k: [m.get(k) for m in history] for k in keys}
 
 # %% ../../nbs/widgets/091_widgets.ipynb #0b2e70e0
@@ -277,7 +319,8 @@ class TrainingDashboard:
         "Redraw the curves and the status line."
         self.draws += 1
         self.status.value = f"step {step if step is not None else len(self.history)}/{end or self.bar.max}"
-        self.view.value = ''.join(sparkline(ys, label=k) for k, ys in dashboard_series(self.history).items())
+        steps = [m.get('step', i + 1) for i, m in enumerate(self.history)]
+        self.view.value = ''.join(sparkline(ys, label=k, xs=steps) for k, ys in dashboard_series(self.history).items())
 
     @property
     def html(self) -> str: return self.view.value

@@ -40,7 +40,7 @@ def alfworld_card(d:dict, highlight=()) -> str:
                    f"{esc(h.get('feedback'), 200)}</li>"
                    for h in (d.get('history') or [])[-5:])
     bad = d.get('invalid_actions', 0)
-    flags = flag_badge('won', d.get('won')) + badge(f"{bad} invalid", '#d1242f' if bad else '#57606a')
+    flags = flag_badge('won', d.get('won'), pending='not won yet') + badge(f"{bad} invalid", '#d1242f' if bad else '#57606a')
     if d.get('infra_errors'): flags += badge(f"{d['infra_errors']} simulator errors", '#8250df')
     cmds = d.get('admissible') or []
     where = f"{esc(d.get('source'))}/{esc(d.get('task_type'))}"

@@ -40,8 +40,12 @@ def _math_reasoning(d:dict) -> str:
             f"{_pre(esc(d.get('reasoning_response'), 4000))}")
 
 def _math_flags(d:dict) -> str:
-    return (flag_badge('agree', d.get('agree')) + flag_badge('tool correct', d.get('tool_correct'))
-            + flag_badge('reasoning correct', d.get('reasoning_correct'))
+    "Agreement and correctness; grey while an answer they need is still missing (not wrong: not given yet)."
+    tool, reasoning = d.get('tool_answer') is not None, d.get('reasoning_answer') is not None
+    wait = lambda ready, text: None if ready else text
+    return (flag_badge('agree', d.get('agree'), wait(tool and reasoning, 'agree: answers pending'))
+            + flag_badge('tool correct', d.get('tool_correct'), wait(tool, 'tool: no answer yet'))
+            + flag_badge('reasoning correct', d.get('reasoning_correct'), wait(reasoning, 'reasoning: no answer yet'))
             + (badge('single agent') if d.get('single') else ''))
 
 # %% ../../../nbs/envs/math/129_math_render.ipynb #8e31cef4

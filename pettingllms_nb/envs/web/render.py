@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_render.html.m
 # %% ../../../nbs/envs/web/192_web_render.ipynb #566644e4
 from __future__ import annotations
 import re
-from ...widgets.render import badge, esc, flag_badge, register_card
+from ...widgets.render import badge, esc, register_card, image_html, NEUTRAL, _MONO, _WRAP, _TD
 from .state import WebState
 
 # %% auto #0
@@ -17,19 +17,18 @@ __all__ = ['screenshot_html', 'web_card']
 _SHOT = re.compile(r'data:image/(jpeg|png);base64,[A-Za-z0-9+/=]{16,}')
 
 def screenshot_html(uri, width:int=360) -> str:
-    "An `<img>` of a screenshot data URI, or a note when there is none."
-    if isinstance(uri, str) and _SHOT.fullmatch(uri):
-        return f"<img class='pllm-web-shot' src='{uri}' width='{width}' style='border:1px solid #ccc'>"
+    "The screenshot of a data URI at `width`, openable at full size, or a note when there is none."
+    if isinstance(uri, str) and _SHOT.fullmatch(uri): return image_html(uri, width, cls='pllm-web-shot')
     return "<div class='pllm-web-shot-none' style='color:#888;font:12px sans-serif'>(no screenshot: text mode)</div>"
 
 def _pre(text, limit=6000) -> str:
-    return f"<pre style='margin:0;white-space:pre-wrap;max-height:30em;overflow:auto;font-size:11px'>{esc(text, limit)}</pre>"
+    return f"<pre style='margin:0;{_WRAP};{_MONO};max-height:30em;overflow:auto;font-size:11px'>{esc(text, limit)}</pre>"
 
 # %% ../../../nbs/envs/web/192_web_render.ipynb #00407f65
 def _history(rows:list, n:int=8) -> str:
     if not rows: return ''
-    tr = ''.join(f"<tr><td>{esc(r.get('turn'))}</td><td>{esc(r.get('role'))}</td><td>{'✔' if r.get('ok') else '✘'}</td>"
-                 f"<td>{esc(r.get('result'), 200)}</td></tr>" for r in rows[-n:])
+    tr = ''.join(f"<tr><td {_TD}>{esc(r.get('turn'))}</td><td {_TD}>{esc(r.get('role'))}</td><td {_TD}>{'✔' if r.get('ok') else '✘'}</td>"
+                 f"<td {_TD}>{esc(r.get('result'), 200)}</td></tr>" for r in rows[-n:])
     more = f"<caption style='text-align:left'>last {n} of {len(rows)} actions</caption>" if len(rows) > n else ''
     return f"<table class='pllm-web-history' style='font-size:11px'>{more}{tr}</table>"
 
@@ -39,13 +38,23 @@ def _cart(rows:list) -> str:
                     f"${float(r.get('price') or 0):.2f}</li>" for r in rows)
     return f"<div><b>cart</b><ul style='margin:0'>{items}</ul></div>"
 
+# %% ../../../nbs/envs/web/192_web_render.ipynb #6473c5c6
+def _outcome(d:dict) -> str:
+    "What is true now: grey while the task goes on (with the shop's progress), then its reward: green, amber when partial, red."
+    if not d.get('finished'):
+        progress = float(d.get('progress') or 0)
+        return badge('in progress', NEUTRAL) + (badge(f"progress {progress:.0%}", NEUTRAL) if progress else '')
+    r = float(d.get('reward') or 0)
+    return badge(f"{'✔' if r >= 1 else '✘' if r <= 0 else '◐'} finished · reward {r:.2f}",
+                 '#1f883d' if r >= 1 else '#d1242f' if r <= 0 else '#9a6700')
+
 # %% ../../../nbs/envs/web/192_web_render.ipynb #19a1721d
 @register_card(WebState)
 def web_card(d:dict, highlight=()) -> str:
     "The card of a `web_env` state dict."
     mark = lambda k: " style='background:#fff3b0'" if k in highlight else ''
     head = (f"<b>web_env</b> · {esc(d.get('family'))} · {esc(d.get('backend'))} · {esc(d.get('task'))} "
-            + flag_badge('finished', d.get('finished')) + badge(f"reward {float(d.get('reward') or 0):.2f}")
+            + _outcome(d)
             + (badge(f"{d['infra_errors']} browser errors", '#bc4c00') if d.get('infra_errors') else '')
             + (badge(f"{d['invalid_actions']} invalid", '#9a6700') if d.get('invalid_actions') else ''))
     pend = (f"<div{mark('pending')}><b>waiting for the verifier:</b> {esc(d['pending'].get('description'))}</div>"
