@@ -4,8 +4,9 @@ Every episode is a held-out shop goal played by the scripted oracle (navigator a
 right), so both modes do the same work; the browser runs without screenshots unless --screenshots.
   text        the shop's pages read in-process (TextBrowser), no browser
   browser     the same episodes in Chromium through the shared pool
-  evicting   4 episodes at once on a pool of 2 contexts: every turn rebuilds evicted pages by replay (the cost of a
-              pool smaller than the number of episodes in flight)
+  eviction    the same 4 episodes at once on a pool of 4 contexts (no eviction) and on a pool of 2 (evicted pages come
+              back by reloading their last page in their session), both with 2 operations at once: the ratio is what
+              a pool smaller than the episodes in flight costs (goal: at most 2x)
   pool k      k episodes at once on a pool of k contexts (k = 1..4), in waves of k; the ratio to k = 1 is the scaling
 Printed side by side from one run; the ratios are what to quote (this machine's other load moves the absolute numbers).
 
@@ -28,6 +29,24 @@ def timed(fn, *a, **kw):
     t0 = time.perf_counter()
     out = fn(*a, **kw)
     return out, time.perf_counter() - t0
+
+
+def eviction(screenshots, n=4, k=2):
+    "Episodes/s, evictions, page reads, restores and replays of the same `n` episodes on pools of `n` and of `k` contexts."
+    from pettingllms_nb.envs.web import browser as B
+    out, counts = {}, []
+    real = B.BrowserPage.__init__
+    def counted(self, *a, **kw): real(self, *a, **kw); counts.append(self)
+    for size in (n, k):
+        pool = set_pool_size(size, max_active=k)
+        play(range(990, 990 + n), 'browser', screenshots)          # warm: Chromium started, pages cached
+        e0, counts[:] = pool.evictions, []
+        B.BrowserPage.__init__ = counted
+        try: (eps, steps), dt = timed(play, range(n), 'browser', screenshots)
+        finally: B.BrowserPage.__init__ = real
+        out[size] = (eps / dt, pool.evictions - e0, sum(p.reads for p in counts), sum(p.restores for p in counts),
+                     sum(p.replays for p in counts), steps)
+    return out
 
 
 def pool_scaling(k, waves, screenshots):
@@ -63,11 +82,11 @@ if __name__ == '__main__':
         br_eps = n / dt
         print(f"{'browser mode':<22}{n:>5} episodes {steps:>6} steps {dt:8.2f} s {br_eps:9.2f} episodes/s"
               f"   text/browser = {text_eps / br_eps:.0f}x")
-        set_pool_size(2)                                                 # 4 episodes on 2 contexts: evicted pages replay
-        play(range(990, 992), 'browser', a.screenshots)
-        (n, steps), dt = timed(play, range(4), 'browser', a.screenshots)
-        print(f"{'4 on a pool of 2':<22}{n:>5} episodes {steps:>6} steps {dt:8.2f} s {n / dt:9.2f} episodes/s"
-              f"   x{(n / dt) / br_eps:.2f} vs one context each (eviction costs a replay per turn)")
+        ev = eviction(a.screenshots)
+        for size, (eps, evicted, reads, restores, replays, steps) in ev.items():
+            print(f"{f'4 on a pool of {size}':<22}    4 episodes {steps:>6} steps {4 / eps:8.2f} s {eps:9.2f} episodes/s"
+                  f"   {evicted} evictions, {reads} page reads, {restores} restores, {replays} replays")
+        print(f"{'eviction costs':<22}x{ev[4][0] / ev[2][0]:.2f} (4 on 4 / 4 on 2 episodes/s; goal: at most 2x)")
         base = None
         for k in range(1, a.max_contexts + 1):
             n, dt = pool_scaling(k, max(1, a.browser_episodes // k), a.screenshots)

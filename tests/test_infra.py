@@ -61,3 +61,87 @@ def test_a_broken_sandbox_marks_every_affected_step_and_scores_none(env, kw, ord
 def test_the_healthy_sandbox_marks_nothing(env, kw, order):
     tr = rollout(env, registry.scripted(env, 'oracle'), seeds=range(2), max_turns=2, turn_order=order, **kw)
     assert not any(s.infra_error for s in tr) and tr.success_rate() == 1.0
+
+
+# -- only infrastructure is infrastructure (issue 26) --------------------------------------------------------------
+from contextlib import contextmanager
+from pettingllms_nb.core.agent import InfrastructureError, StepError, is_infrastructure
+from pettingllms_nb.envs.toy import Runner, scout_truth
+
+
+@contextmanager
+def _toy_agent(name, cls):
+    "`cls` registered as agent `name` of toy_relay for the block."
+    cls.role = name
+    registry.add('agent', name, cls, env='toy_relay')
+    try: yield
+    finally: registry.entries['agent'].pop(name)
+
+
+def _still(req): return "#### [0]"   # the runner adds nothing: the episode runs all its turns
+
+
+def _toy(name, mode):
+    return rollout('toy_relay', {'scout': scout_truth, name: _still}, mode=mode, sample_num=2, seeds=[3], max_turns=3,
+                   turn_order=['scout', name])
+
+
+@pytest.mark.parametrize('mode', ['independent', 'tree'])
+@pytest.mark.parametrize('bug', [ZeroDivisionError('integer division or modulo by zero'),
+                                 ModuleNotFoundError("No module named 'rapidfuzz'"), KeyError('hint')],
+                         ids=lambda e: type(e).__name__)
+def test_a_bug_in_a_step_fails_the_rollout_naming_env_agent_and_turn(mode, bug):
+    "A deliberate bug in an environment's step (turn 1) ends the rollout; before, it was an unscored 'infra' step."
+    class BuggyRunner(Runner):
+        async def step(self, env, worker=None):
+            if env.turn == 1: raise bug
+            await super().step(env, worker)
+    with _toy_agent('buggy_runner', BuggyRunner), pytest.raises(StepError) as e: _toy('buggy_runner', mode)
+    assert "env 'toy_relay' (toy_relay/seed=3), agent 'buggy_runner', turn 1: " \
+           f"BuggyRunner.step raised {type(bug).__name__}" in str(e.value), e.value
+    assert e.value.__cause__ is bug                          # chained: the traceback shows where the bug is
+
+
+def test_a_bug_in_a_reward_fails_the_rollout_too():
+    class BadReward(Runner):
+        def calculate_reward(self, env): return 1 / 0
+    with _toy_agent('bad_reward_runner', BadReward), pytest.raises(StepError, match=
+            r"agent 'bad_reward_runner', turn 0: BadReward.calculate_reward raised ZeroDivisionError") as e:
+        _toy('bad_reward_runner', 'independent')
+    assert isinstance(e.value.__cause__, ZeroDivisionError)
+
+
+def _infra_classes():
+    "Each declared infrastructure failure a step can meet: (what, the exception class)."
+    from pettingllms_nb.envs.alfworld.engine import SimulatorError
+    from pettingllms_nb.envs.web.browser import BrowserError
+    from pettingllms_nb.envs.search.env import RetrievalError     # declared by the search env (its class lives in retrieval)
+    out = [('simulator', SimulatorError), ('browser', BrowserError), ('retriever', RetrievalError),
+           ('own', type('CountingServiceDown', (InfrastructureError,), {}))]
+    try:
+        from pettingllms_nb.models.openai import OpenAIServerError
+        out.append(('policy server', OpenAIServerError))
+    except ImportError: pass
+    return out
+
+
+@pytest.mark.parametrize('mode', ['independent', 'tree'])
+@pytest.mark.parametrize('what,cls', _infra_classes(), ids=[w for w, _ in _infra_classes()])
+def test_a_declared_infrastructure_failure_is_an_unscored_step(what, cls, mode):
+    "A dead simulator, browser, retriever or policy server raised out of a step: marked, not scored, the rollout goes on."
+    class DeadMachine(Runner):
+        async def step(self, env, worker=None):
+            if env.turn == 1: raise cls(f"the {what} went away")
+            await super().step(env, worker)
+    with _toy_agent('dead_machine_runner', DeadMachine): tr = _toy('dead_machine_runner', mode)
+    hit = [s for s in tr if s.infra_error]
+    assert hit and all(s.role == 'dead_machine_runner' and s.turn_idx == 1 for s in hit)
+    assert all(s.infra_error == f"DeadMachine.step raised {cls.__name__}: the {what} went away" for s in hit)
+    assert all(s.reward is None and s.reward_terms == {} for s in hit)
+    assert len({s.turn_idx for s in tr}) == 3                    # the rollout went on after it
+
+
+def test_which_exceptions_are_infrastructure():
+    assert [is_infrastructure(e) for e in (ZeroDivisionError(), ImportError(), ConnectionError(), RuntimeError())] \
+           == [False] * 4
+    assert all(is_infrastructure(cls('x')) for _, cls in _infra_classes())

@@ -39,10 +39,24 @@ def test_a_seed_given_twice_gets_its_own_ids_and_groups():
 
 
 @pytest.mark.parametrize('gold, pred, ok', [('0', '1 000', False), ('1000', '1 000', True), ('1000', '1,000', True),
-                                            ('1000.5', '1 000.5', True), ('12345', '12{,}345', True), ('2,3', '3,2', True),
+                                            ('1000.5', '1 000.5', True), ('12345', '12{,}345', True), ('2, 3', '3, 2', True),
                                             ('1000', '1 001', False)])
 def test_thousands_separators_make_one_number(gold, pred, ok):
     "Issue 26: check_answer('0', '1 000') was True and check_answer('1000', '1 000') False."
+    pytest.importorskip('math_verify')
+    from pettingllms_nb.envs.math.checker import check_answer
+    assert check_answer(gold, pred) is ok
+
+
+@pytest.mark.parametrize('gold, pred, ok', [
+    ('1000.99', '1000,99', True), ('1,22', '1.22', True), ('1.22', '1,22', True), ('0,111', '0.111', True),
+    ('3.14', '3{,}14', True), ('-1.5', '-1,5', True), ('1000,99', '1000.98', False),
+    ('1000', '1,000', True), ('1', '1,000', False),                  # three digits after the comma: thousands first
+    ('2,3', '2.3', True), ('2,3', '3,2', False),                      # no space: a decimal comma, as in math-verify
+    ('2, 3', '3, 2', True), (r'\{2,3\}', '2, 3', True), ('2.3', '2, 3', False), ('1,2,3', '3, 2, 1', True),
+    ('1, 2', r'\boxed{1,2}', True), ('1.2', r'\boxed{1,2}', False)])          # a box holds LaTeX: a list
+def test_decimal_commas_read_as_math_verify_expression_mode(gold, pred, ok):
+    "Issue 26: `1000,99` and `1,22` as bare answers were LaTeX pairs; math-verify's expression mode reads decimal commas."
     pytest.importorskip('math_verify')
     from pettingllms_nb.envs.math.checker import check_answer
     assert check_answer(gold, pred) is ok

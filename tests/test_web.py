@@ -224,6 +224,32 @@ def test_a_hung_browser_is_an_infra_error(monkeypatch):
 
 
 @needs_browser
+def test_evicted_shop_pages_come_back_by_restore_not_replay(monkeypatch):
+    """Issue 26: 4 shop episodes in lockstep on 2 contexts replayed their whole history (a page read after every action)
+    each time they came back. Now an evicted page reloads its last page in its own session: no episode is rebuilt from
+    its start, each return costs a read or two (in a context handed over, not a new one), and the episodes end exactly
+    as with a context each."""
+    import pettingllms_nb.envs.web.browser as B
+    made, real = [], B.BrowserPage.__init__
+    def counted(self, *a, **kw): real(self, *a, **kw); made.append(self)
+    monkeypatch.setattr(B.BrowserPage, '__init__', counted)
+    runs = {}
+    for size in (4, 2):
+        pool = B.set_pool_size(size, max_active=2)
+        made.clear()
+        t = rollout('web_env', oracle_policy, seeds=range(4), split='test', backend='browser', max_turns=14, screenshots=False)
+        runs[size] = (t, pool.evictions, sum(p.reads for p in made), sum(p.restores for p in made), sum(p.replays for p in made),
+                      pool.handovers)
+    (t4, ev4, reads4, _, _, _), (t2, ev2, reads2, restores, replays, handovers) = runs[4], runs[2]
+    assert all(e.success for e in t2.episodes) and not any(s.infra_error for s in t2)
+    assert [(s.id, s.reward, s.action) for s in t2] == [(s.id, s.reward, s.action) for s in t4]   # nothing done twice
+    assert ev4 == 0 and ev2 > 0 and replays == 0 and 0 < restores <= ev2     # evicted, and never rebuilt by replay
+    assert reads2 - reads4 <= 2 * restores, (reads2, reads4, restores)       # a return costs at most two page reads
+    assert 0 < handovers <= ev2            # an evicted shop context is handed over, not closed and opened again
+    B.set_pool_size(B.default_pool_size())
+
+
+@needs_browser
 @pytest.mark.slow
 def test_check_env_browser_mode():
     assert check_env('web_env', backend='browser', policy=random_policy, screenshots=False).ok

@@ -17,7 +17,8 @@ from .params import Param, declared_errors
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['AGENT_PARAMS', 'AgentData', 'Agent', 'as_prompt', 'prompt_messages', 'run_sync', 'atake_turn', 'take_turn']
+__all__ = ['AGENT_PARAMS', 'AgentData', 'Agent', 'as_prompt', 'prompt_messages', 'run_sync', 'InfrastructureError',
+           'declare_infrastructure', 'is_infrastructure', 'StepError', 'atake_turn', 'take_turn']
 
 # %% ../../nbs/core/018_agent.ipynb #dd1461b3
 @dataclass
@@ -161,11 +162,40 @@ def run_sync(coro):
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
+# %% ../../nbs/core/018_agent.ipynb #76cd7b9a
+class InfrastructureError(RuntimeError):
+    "The machinery a step relies on failed (sandbox, simulator, retriever, browser, policy server): the step is not scored."
+
+_DECLARED: list = []   # exception classes counted as infrastructure failures without subclassing (`declare_infrastructure`)
+
+def declare_infrastructure(*classes:type   # exception classes whose instances report a failed machine, not a bug
+                          ) -> tuple:      # `classes`, unchanged
+    "Count exceptions of `classes` as infrastructure failures, like `InfrastructureError`s."
+    for c in classes:
+        if not (isinstance(c, type) and issubclass(c, BaseException)):
+            raise TypeError(f"declare_infrastructure({c!r}): expected an exception class")
+        if c not in _DECLARED: _DECLARED.append(c)
+    return classes
+
+def is_infrastructure(e:BaseException   # an exception raised by an agent's `step` or reward
+                     ) -> bool:
+    "Whether `e` is a declared infrastructure failure (an `InfrastructureError`, or of a class `declare_infrastructure` named)."
+    return isinstance(e, (InfrastructureError, *_DECLARED))
+
 # %% ../../nbs/core/018_agent.ipynb #f0d3ddbb
-def _failed(agent, phase:str, e:Exception):
-    _log.error("%s.%s raised %s (the step is marked infra_error, not scored): %s", type(agent).__name__, phase,
-               type(e).__name__, e, exc_info=e)
-    agent.infra_error = f"{type(agent).__name__}.{phase} raised {type(e).__name__}: {str(e)[:300]}"
+class StepError(RuntimeError):
+    "An agent's `step` or reward raised something that is not an infrastructure failure: a bug, which ends the rollout."
+
+def _failed(agent, env, phase:str, e:Exception):
+    "Mark `agent`'s step as an infrastructure failure, or raise a `StepError` naming env, agent and turn."
+    what = f"{type(agent).__name__}.{phase} raised {type(e).__name__}: {str(e)[:300]}"
+    if not is_infrastructure(e):
+        raise StepError(f"env {getattr(env, 'name', type(env).__name__)!r} ({getattr(env, 'problem_uid', '?')}), agent "
+                        f"{agent.role!r}, turn {getattr(env, 'turn', '?')}: {what}. A bug in the environment's or the "
+                        f"agent's code, not an infrastructure failure, so the rollout stops (an exception that reports a "
+                        f"failed machine is an `InfrastructureError`, or its class is named to `declare_infrastructure`)") from e
+    _log.error("%s (the step is marked infra_error, not scored)", what, exc_info=e)
+    agent.infra_error = what
 
 async def atake_turn(agent,          # an agent that built its prompt this turn (`update_from_env`)
                      env,            # the environment it acts on (a rollout's own, or a tree branch's clone)
@@ -175,11 +205,11 @@ async def atake_turn(agent,          # an agent that built its prompt this turn 
     "Phases 3–5 on these very objects: `update_from_model` → `step` → `env.refresh()` → `calculate_reward`; None: not scored."
     agent.update_from_model(response)
     try: await agent.step(env, worker)
-    except Exception as e: _failed(agent, 'step', e)
+    except Exception as e: _failed(agent, env, 'step', e)
     env.refresh()
     if agent.infra_error is None:
         try: return agent.calculate_reward(env)
-        except Exception as e: _failed(agent, 'calculate_reward', e)
+        except Exception as e: _failed(agent, env, 'calculate_reward', e)
     agent.agent_reward, agent.reward_terms = None, {}
     return None
 

@@ -180,7 +180,14 @@ async def agent_turn(slots:list[Slot], role:str, turn:int, policy, spec:RolloutS
         if tree: groups.append([Branch(s, role, turn, i, c, s.agents[role].clone(), s.env.clone())
                                 for i, c in enumerate(comps)])
         else: groups.append([Branch(s, role, turn, 0, comps[0], s.agents[role], s.env)])
-    await asyncio.gather(*(atake_turn(b.agent, b.env, b.completion.text, worker) for g in groups for b in g))
+    played = await asyncio.gather(*(atake_turn(b.agent, b.env, b.completion.text, worker) for g in groups for b in g),
+                                  return_exceptions=True)   # every branch finishes its step before a bug is raised
+    bug = next((e for e in played if isinstance(e, BaseException)), None)
+    if bug is not None:
+        if tree:   # the clones' sessions go now; the slots' own envs go with the rollout
+            for g in groups:
+                for b in g: release(b.env)
+        raise bug
     return groups
 
 # %% ../../nbs/engine/042_rollout.ipynb #1dc92552
@@ -304,19 +311,21 @@ async def arollout(config_or_env,              # a registered env name, a `Confi
         bar = tqdm(total=max(s.env.max_turns for s in slots) if slots else 0, unit="turn",
                    desc=f"rollout {spec.env_name} ({mode})")
     turn = 0
-    while any(not s.env.done for s in slots):
-        active = start_turn(slots, spec, turn)
-        for role in spec.turn_order:
-            for branches in await agent_turn(active, role, turn, pol[role], spec, tree, sample_num, samp[role], worker):
-                keep_branch(branches, select, seed, trace, tree)
-        for s in active:
-            if not s.env.done: s.env.end_turn()
-        turn += 1
-        if bar is not None: bar.update(1)
-    if bar is not None: bar.close()
-    credit_episodes(slots, tree)
-    close_episodes(slots, trace)
-    for s in slots: release(s.env)   # every episode's sessions, pages and simulators go with it
+    try:
+        while any(not s.env.done for s in slots):
+            active = start_turn(slots, spec, turn)
+            for role in spec.turn_order:
+                for branches in await agent_turn(active, role, turn, pol[role], spec, tree, sample_num, samp[role], worker):
+                    keep_branch(branches, select, seed, trace, tree)
+            for s in active:
+                if not s.env.done: s.env.end_turn()
+            turn += 1
+            if bar is not None: bar.update(1)
+        credit_episodes(slots, tree)
+        close_episodes(slots, trace)
+    finally:   # also when a step's bug ends the rollout
+        if bar is not None: bar.close()
+        for s in slots: release(s.env)   # every episode's sessions, pages and simulators go with it
     return trace
 
 # %% ../../nbs/engine/042_rollout.ipynb #e5a99919

@@ -11,6 +11,7 @@ from importlib.util import find_spec
 from fastcore.basics import patch
 from ..core.registry import register_policy
 from ..engine.policies import Policy, Request, Completion
+from ..core.agent import InfrastructureError
 
 _log = logging.getLogger(__name__)
 if find_spec("httpx") is None and find_spec("httpx2") is None:
@@ -134,8 +135,8 @@ class OpenAIPolicy(Policy):
                 f"{', api_key=***' if self._api_key else ''}{', return_token_ids=True' if self.return_token_ids else ''})")
 
 # %% ../../nbs/models/062_openai_policy.ipynb #fe665e21
-class OpenAIServerError(RuntimeError):
-    "The server refused a request, kept failing, or answered something that is not a chat completion."
+class OpenAIServerError(InfrastructureError):
+    "The policy server refused a request, kept failing, or answered something that is not a chat completion (infrastructure)."
     def __init__(self, message:str, status:int|None=None):
         super().__init__(message); self.status = status
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio, collections, copy, importlib.resources, importlib.util, json, logging, os, re, sys, threading, time
 import weakref
 from dataclasses import dataclass, field
+from ...core.agent import InfrastructureError
 
 _log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def game_data(problem:str, goal:str, solvable=None, walkthrough=None) -> dict:
 # %% ../../../nbs/envs/alfworld/170_engine.ipynb #8c1a7602
 INVALID_FEEDBACK = "Nothing happens."   # TextWorld's answer to a command that is not admissible
 
-class SimulatorError(RuntimeError):
+class SimulatorError(InfrastructureError):
     "The simulator failed (raised, timed out, or could not replay): an infrastructure error, never a reward."
 
 @dataclass

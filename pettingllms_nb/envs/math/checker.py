@@ -59,7 +59,7 @@ def _boxed(text:str, gold:bool) -> str|None:
     return extract_boxed(text, allow_hedging=False)
 
 def answer_of(text, gold:bool=False) -> tuple[str, str]:
-    "`(answer, kind)`: the boxed answer (kind 'latex'), else the sentence ('text') or the bare answer ('latex')."
+    "`(answer, kind)`: the boxed answer (kind 'latex'), else the sentence ('text') or the bare answer ('bare')."
     if not isinstance(text, str): raise FormatError(f"answer must be a string, got {type(text).__name__}")
     text = text[-MAX_PARSE_CHARS:]
     ans = _boxed(text, gold) if _BOX.search(text) else None
@@ -67,7 +67,7 @@ def answer_of(text, gold:bool=False) -> tuple[str, str]:
     elif is_error_text(text): raise FormatError("error text, not an answer")
     else:
         ans = text.strip()
-        kind = 'text' if is_sentence(ans) else 'latex'
+        kind = 'text' if is_sentence(ans) else 'bare'
     if not ans: raise FormatError("the answer is empty")
     if not gold: printable(ans, "the answer")     # a NUL, an escape or half a surrogate pair is not maths
     if is_error_text(ans): raise FormatError("error text, not an answer")

@@ -13,7 +13,7 @@ from multiprocessing.connection import Connection
 __all__ = ['ANSWER_KINDS', 'MEMORY_LIMIT', 'as_answer', 'parse_input', 'stands_alone', 'verify_answer', 'serve']
 
 # %% ../../../nbs/envs/math/125_verify_worker.ipynb #148b53da
-ANSWER_KINDS = ('latex', 'text')
+ANSWER_KINDS = ('latex', 'text', 'bare')
 
 def as_answer(x) -> tuple[str, str]:
     "`(text, kind)` for a job side given as a string (a LaTeX answer) or as a `(text, kind)` pair."
@@ -25,16 +25,20 @@ def as_answer(x) -> tuple[str, str]:
 
 _ROMAN_E = re.compile(r"\\(?:mathrm|text|textrm|rm|operatorname)\s*\{\s*e\s*\}")
 
-_GROUPED = re.compile(r"-?\d{1,3}(?:(?:,|\{,\}|\\,|\\ |\\;| )\d{3})+(?:\.\d+)?")   # 1 000, 1,000, 1\,000, 12{,}345.5
+_GROUPED = re.compile(r"-?[1-9]\d{0,2}(?:(?:,|\{,\}|\\,|\\ |\\;| )\d{3})+(?:\.\d+)?")   # 1 000, 1,000, 1\,000, 12{,}345.5
 _SEPARATOR = re.compile(r",|\{,\}|\\,|\\ |\\;| ")
+_DECIMAL_COMMA = re.compile(r"-?\d+(?:,|\{,\})\d+")   # 1,22, 1000,99, 0,111, 3{,}14: one comma, no space
 
 def parse_input(answer) -> str:
-    "What math-verify parses for an answer: LaTeX inside `$...$`, a sentence as it is; `\\mathrm{e}` made `{e}`."
+    "What math-verify parses for an answer: LaTeX (bare or not) inside `$...$`, a sentence as it is; `\\mathrm{e}` made `{e}`."
     text, kind = as_answer(answer)
     text = _ROMAN_E.sub('{e}', text)   # braced, so `\cdot\mathrm{e}` stays two tokens
-    if kind == 'latex' and _GROUPED.fullmatch(text.strip()):   # a bare number with thousands separators: one number
-        text = _SEPARATOR.sub('', text.strip())   # (inside $...$, `1 000` was 1*000 = 0 and `1,000` a pair)
-    return f"${text}$" if kind == 'latex' else text
+    if kind == 'text': return text
+    number = text.strip()
+    if _GROUPED.fullmatch(number): text = _SEPARATOR.sub('', number)   # thousands separators first,
+    elif kind == 'bare' and _DECIMAL_COMMA.fullmatch(number):          # then, unboxed, a decimal comma
+        text = number.replace('{,}', '.').replace(',', '.')
+    return f"${text}$"
 
 # %% ../../../nbs/envs/math/125_verify_worker.ipynb #f3c52c2e
 _GLUED_BEFORE = re.compile(r"[\w.^_\\*/+\-]")

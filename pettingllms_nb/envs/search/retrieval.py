@@ -17,6 +17,7 @@ from fastcore.basics import patch
 from ...core.registry import register_worker, registry
 from ...core.parsing import parse_content_length
 from ...core.serving import PooledHTTPServer
+from ...core.agent import InfrastructureError
 
 _log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class Passage:
     score: float = 0.0
     def to_dict(self) -> dict: return asdict(self)
 
-class RetrievalError(RuntimeError):
+class RetrievalError(InfrastructureError):
     "A retriever could not answer (server down, timeout, garbage reply, broken index); the message says which and why."
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #4037cbfa

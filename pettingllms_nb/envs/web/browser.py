@@ -1,4 +1,4 @@
-"""A bounded pool of browser contexts in one Chromium process driven by Playwright on its own thread; an episode's page is rebuilt by replaying its actions whenever its context is gone (evicted, crashed, or a branch); crashes and hangs are infrastructure errors, and nothing leaves the task's origin.
+"""A bounded pool of browser contexts in one Chromium process driven by Playwright on its own thread; an episode's page comes back whenever its context is gone (evicted, crashed, or a branch), by reloading its last page in its server-side session or by replaying its actions; crashes and hangs are infrastructure errors, and nothing leaves the task's origin.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_browser.html.md"""
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from fastcore.basics import patch
 from .observation import Action, ActResult, Observation, check_action, observe_html, parse_html
+from ...core.agent import InfrastructureError
 
 _log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def browser_available() -> str|None:
     if chromium_path() is None: return "no Chromium binary: apt-get install -y chromium (or set PLLM_CHROMIUM)"
     return None
 
-class BrowserError(RuntimeError):
+class BrowserError(InfrastructureError):
     "The browser failed (it crashed, hung, or could not start): an infrastructure error, never the agent's fault."
 
 # %% ../../../nbs/envs/web/188_web_browser.ipynb #23ae60ce
@@ -64,6 +65,7 @@ def browser_processes(root:int|None=None) -> list[int]:
 MARK_JS = r"""(exclude) => {
   const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE']);
   const ex = new Set(exclude || []);
+  const loaded = !window.__pllmNext;   // a document not read before: a page load since the last read
   let next = window.__pllmNext || 1;
   const active = document.activeElement;
   const $ = window.jQuery;
@@ -90,7 +92,7 @@ MARK_JS = r"""(exclude) => {
   };
   if (document.body) walk(document.body, false);
   window.__pllmNext = next;
-  return {html: document.body ? document.body.outerHTML : '<body></body>', title: document.title, url: location.href};
+  return {html: document.body ? document.body.outerHTML : '<body></body>', title: document.title, url: location.href, loaded};
 }"""
 
 # %% ../../../nbs/envs/web/188_web_browser.ipynb #3334e800
@@ -104,6 +106,7 @@ class Lease:
     page: object
     busy: bool = False
     dead: bool = False
+    share: tuple|None = None   # pages under the same key may take this context over when it is evicted (None: never)
 
 class BrowserPool:
     "One Chromium process, at most `max_contexts` contexts, on a private event-loop thread."
@@ -115,7 +118,7 @@ class BrowserPool:
         self._loop = self._thread = self._pw = self._browser = None
         self._leases: OrderedDict = OrderedDict()      # lease -> None, least recently used first
         self._start_lock = threading.Lock()
-        self.launches = self.evictions = self.closed_contexts = 0
+        self.launches = self.evictions = self.closed_contexts = self.handovers = 0
         self._pids = set()
         self._closed = False
 
@@ -186,14 +189,29 @@ async def _close_lease(self:BrowserPool, lease:Lease):
     self.closed_contexts += 1
 
 @patch
-async def new_lease(self:BrowserPool, viewport:tuple, guard) -> Lease:
-    "A new context with one page; `guard(url) -> bool` decides which requests may leave it."
+async def new_lease(self:BrowserPool,
+                    viewport:tuple,          # (width, height) of its page
+                    guard,                   # `guard(url) -> bool`: which requests may leave it
+                    share:tuple|None=None    # a key: an evicted context under the same key is handed over (None: never)
+                   ) -> Lease:
+    "A context with one page, new or (under `share`) taken over from an evicted one."
     browser = await self._browser_ready()
     deadline = time.monotonic() + self.op_timeout
     while len(self._leases) >= self.max_contexts:
-        idle = next((l for l in self._leases if not l.busy), None)
+        dying = next((l for l in self._leases if l.dead), None)   # released, its closing not yet run: never handed over
+        if dying is not None:
+            await self._close_lease(dying)
+            continue
+        idle = next((l for l in reversed(self._leases) if not l.busy), None)   # the most recently used idle one
         if idle is not None:
             self.evictions += 1
+            if share is not None and idle.share == share:   # its page reloads its own URL when it comes back
+                idle.dead = True
+                self._leases.pop(idle)
+                lease = Lease(idle.ctx, idle.page, share=share)
+                self._leases[lease] = None
+                self.handovers += 1
+                return lease
             await self._close_lease(idle)
         elif time.monotonic() > deadline: raise BrowserError(f"all {self.max_contexts} browser contexts stayed busy")
         else: await asyncio.sleep(0.01)
@@ -204,7 +222,7 @@ async def new_lease(self:BrowserPool, viewport:tuple, guard) -> Lease:
         page = await ctx.new_page()
     except Exception as e: raise BrowserError(f"could not open a browser context: {type(e).__name__}: {e}") from e
     ctx.on('page', lambda p: asyncio.ensure_future(p.close()) if p is not page else None)   # no pop-up windows
-    lease = Lease(ctx, page)
+    lease = Lease(ctx, page, share=share)
     self._leases[lease] = None
     return lease
 
@@ -278,13 +296,15 @@ class Start:
     navigations: bool = True          # links and forms load pages (the shop); False: a one-page app (MiniWoB)
     status_js: str|None = None        # JS returning the task's status (MiniWoB's reward), read after each action
     new_session: object = None        # fn() -> session, for starts that need a fresh server-side session
+    restore: bool = False             # the page's state lives in its session: come back by reloading the last page load
 
 class BrowserPage:
-    "One episode's page in the shared pool, rebuilt by replay whenever its context is gone."
+    "One episode's page in the shared pool, restored or rebuilt by replay whenever its context is gone."
     def __init__(self, start:Start, pool:BrowserPool|None=None, screenshots:bool=True):
         self.start, self.pool, self.screenshots = start, pool or shared_pool(), screenshots
         self.history, self.obs, self.url, self.status, self.screenshot = [], None, '', {}, None
-        self.session, self.replays = None, 0
+        self.session, self.replays, self.restores, self.reads = None, 0, 0, 0
+        self._at = None                                    # (URL, actions before it) of the last page load
         self._slot = [None]                                # the current lease, shared with the finaliser
         self._fin = weakref.finalize(self, _release_slot, self.pool, self._slot)
 
@@ -294,7 +314,7 @@ def _release_slot(pool, slot):
 
 # %% ../../../nbs/envs/web/188_web_browser.ipynb #8697ddcf
 @patch
-async def _read(self:BrowserPage, page):
+async def _read(self:BrowserPage, page, shot:bool=True):   # shot: take the screenshot too (the last read of a replay)
     from playwright.async_api import Error as PWError
     for tries in range(4):          # a page that is navigating has no document to read for a moment
         try:
@@ -305,10 +325,16 @@ async def _read(self:BrowserPage, page):
             await page.wait_for_load_state('load')
     body, _ = parse_html(r['html'])
     self.obs, self.url = observe_html(body, ' '.join((r['title'] or '').split())), r['url']
+    self.reads, self._fresh = self.reads + 1, bool(r.get('loaded'))   # _fresh: this read found a newly loaded page
     if self.start.status_js: self.status = await page.evaluate(self.start.status_js)
-    if self.screenshots:
+    if self.screenshots and shot:
         png = await page.screenshot(type='jpeg', quality=55)
         self.screenshot = 'data:image/jpeg;base64,' + base64.b64encode(png).decode()
+
+@patch
+def _loaded_at(self:BrowserPage, n:int):
+    "After a read: if it found a newly loaded page of the site, that page (after `n` actions) is where a restore starts."
+    if self._fresh and any(self.url.startswith(p) for p in self.start.allowed): self._at = (self.url, n)
 
 def _allowed(start:Start):
     return lambda url: any(url.startswith(p) for p in start.allowed)
@@ -316,21 +342,30 @@ def _allowed(start:Start):
 # %% ../../../nbs/envs/web/188_web_browser.ipynb #b967b7fb
 @patch
 async def _lease(self:BrowserPage):
-    "This episode's live lease: the current one, or a fresh context rebuilt by replaying the history."
+    "This episode's live lease: the current one, or a fresh context, restored (`Start.restore`) or rebuilt by replay."
     lease = self._slot[0]
     if lease is not None and not lease.dead:
         self.pool.touch(lease)
         return lease
-    lease = await self.pool.new_lease(self.start.viewport, _allowed(self.start))
+    share = (self.start.viewport, self.start.allowed) if self.start.restore else None
+    lease = await self.pool.new_lease(self.start.viewport, _allowed(self.start), share)
     self._slot[0], lease.busy = lease, True
     try:
-        if self.start.new_session is not None: self.session = self.start.new_session()
-        await self.start.load(lease.page, self)
-        await self._read(lease.page)
-        for a in self.history:
+        if self.start.restore and self.session is not None and self._at is not None:   # the server holds the state
+            url, done = self._at
+            await lease.page.goto(url, wait_until='load')
+            self.restores += 1
+        else:
+            if self.start.new_session is not None: self.session = self.start.new_session()
+            await self.start.load(lease.page, self)
+            done, self.replays = 0, self.replays + (1 if self.history else 0)
+        todo = self.history[done:]
+        await self._read(lease.page, shot=not todo)
+        self._loaded_at(done)                         # a new context: its first read is a page load
+        for i, a in enumerate(todo, done + 1):
             await self._do(lease.page, a, replay=True)
-            await self._read(lease.page)
-        self.replays += 1 if self.history else 0
+            await self._read(lease.page, shot=i == len(self.history))
+            self._loaded_at(i)
     finally: lease.busy = False
     return lease
 
@@ -410,6 +445,7 @@ async def _act(self:BrowserPage, a:Action) -> ActResult:
         err = await self._do(lease.page, a)
         if err:
             await self._read(lease.page)          # whatever the page is now, the next observation shows it
+            self._loaded_at(len(self.history))
             return ActResult(False, err, node=node)
         await self._read(lease.page)
         if not any(self.url.startswith(p) for p in self.start.allowed):
@@ -419,6 +455,7 @@ async def _act(self:BrowserPage, a:Action) -> ActResult:
             return ActResult(False, f"blocked: the page left the site ({self.url[:80]}); it was restored", node=node)
     finally: lease.busy = False
     self.history.append(a)
+    self._loaded_at(len(self.history))                 # the page this action loaded: a restore starts there
     return ActResult(True, navigated=self.start.navigations and _navigates(a, node), node=node)
 
 @patch
@@ -438,7 +475,9 @@ def observe(self:BrowserPage) -> Observation: return self.obs
 
 @patch
 async def aready(self:BrowserPage):
-    "Make sure the page is live (a branch or an evicted episode is rebuilt here)."
+    "Make sure the page can be read and acted on (a branch is rebuilt here; a restorable page when it next acts)."
+    if self.start.restore and self.session is not None and self._at is not None and self.obs is not None:
+        return                     # its observation is current, and taking a context now could evict it before it acts
     try: await self.pool.acall(self._lease())
     except Exception as e:
         err = _infra(e)
@@ -464,7 +503,7 @@ def shop_start(app, goal:dict, viewport=(800, 640)) -> Start:
     srv = shop_server(app)
     async def load(page, bp):
         await page.goto(srv.url(bp.session.sid), wait_until='load')
-    return Start(load, (f"{srv.origin}/s/",), viewport, new_session=lambda: app.new_session(goal))
+    return Start(load, (f"{srv.origin}/s/",), viewport, new_session=lambda: app.new_session(goal), restore=True)
 
 # %% ../../../nbs/envs/web/188_web_browser.ipynb #0b6c74bd
 MINIWOB_STATUS_JS = ("() => ({done: !!WOB_DONE_GLOBAL, raw_reward: Number(WOB_RAW_REWARD_GLOBAL), "
