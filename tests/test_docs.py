@@ -31,13 +31,18 @@ def test_every_docs_link_points_at_a_page_of_the_site():
     assert not wrong, wrong
 
 
+def build_only(notebook:str, site:Path):
+    "Build the home page and `notebook`'s page into `site` with mkdocs (the hooks read PLLM_DOCS_ONLY); fail on an error."
+    env = {**os.environ, 'PLLM_DOCS_ONLY': notebook, 'NO_MKDOCS_2_WARNING': '1'}
+    r = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '-q', '-d', str(site)], cwd=ROOT, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_one_page_builds(tmp_path):
     "mkdocs renders a notebook at its nbdev path, beside its markdown copy, without executing it."
     pytest.importorskip('mkdocs_jupyter', reason="the [docs] extra is not installed (pip install -e '.[docs]')")
-    env = {**os.environ, 'PLLM_DOCS_ONLY': 'nbs/models/065_hub.ipynb', 'NO_MKDOCS_2_WARNING': '1'}
-    r = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '-q', '-d', str(tmp_path / 'site')], cwd=ROOT, env=env,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
+    build_only('nbs/models/065_hub.ipynb', tmp_path / 'site')
     page = (tmp_path / 'site' / 'models' / 'hub.html').read_text()
     assert 'GPU cells that guard themselves' in page and 'gpu_ready' in page
     md = (tmp_path / 'site' / 'models' / 'hub.html.md').read_text()
@@ -68,10 +73,7 @@ def _missing(site:Path, page:Path, refs) -> list:
 def test_home_page_and_a_tutorial_have_no_broken_image_or_link(tmp_path):
     "The README's images (docs/images/, as GitHub reads them) are found on the home page; a tutorial's links resolve."
     pytest.importorskip('mkdocs_jupyter', reason="the [docs] extra is not installed (pip install -e '.[docs]')")
-    env = {**os.environ, 'PLLM_DOCS_ONLY': 'tutorials/13_web_env.ipynb', 'NO_MKDOCS_2_WARNING': '1'}
-    r = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '-q', '-d', str(tmp_path / 'site')], cwd=ROOT, env=env,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
+    build_only('tutorials/13_web_env.ipynb', tmp_path / 'site')
     site = tmp_path / 'site'
     for page in (site / 'index.html', site / 'tutorials' / 'web_env.html'):
         refs = _Refs(); refs.feed(page.read_text())
