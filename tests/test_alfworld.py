@@ -173,9 +173,10 @@ def test_simulator_failure_is_an_infra_error_not_a_reward(monkeypatch):
     env = AlfworldEnv(timeout=0.5); env.reset(40)
     cmd = WALKTHROUGHS[env.problem_uid][0]
     ex = AlfworldExecutor()
-    env.sim.step = lambda c: (_ for _ in ()).throw(RuntimeError("engine crashed"))
+    import textworld
+    env.sim.step = lambda c: textworld.start('/engine/crashed.z8')   # fails inside TextWorld: the simulator's failure
     ex.update_from_env(env, 0); r = take_turn(ex, env, f"Action: {cmd}")
-    assert ex.infra_error and "engine crashed" in ex.infra_error and env.state.infra_errors == 1
+    assert ex.infra_error and "engine/crashed" in ex.infra_error and env.state.infra_errors == 1
     assert r is None and ex.agent_reward is None and ex.reward_terms == {}   # not scored: no reward, no term
     assert env.state.history == []
     env._sim = env.sim_build(); env.sim.step = lambda c: time.sleep(2)   # a simulator that hangs
@@ -189,14 +190,25 @@ def test_simulator_failure_is_an_infra_error_not_a_reward(monkeypatch):
     assert r is not None and set(ex.reward_terms) == {'useful', 'won', 'invalid', 'format'}   # scored again
 
 
+def test_a_bug_in_our_engine_code_fails_the_rollout_naming_env_agent_and_turn(monkeypatch):
+    "Only a failure inside the simulator's packages is infrastructure; one raised in our code is a bug that stops the run."
+    from pettingllms_nb.core.agent import StepError
+    from pettingllms_nb.envs.alfworld import engine
+    AlfworldEnv().reset(41)
+    monkeypatch.setattr(engine.AlfredEngine, 'step', lambda self, c: 1 / 0)
+    with pytest.raises(StepError, match=r"env 'alfworld_env'.*agent 'alfworld_executor', turn 0.*ZeroDivisionError"):
+        rollout('alfworld_env', ORACLE, seeds=[41], max_turns=2)
+
+
 def test_infra_error_reaches_the_trace(monkeypatch):
+    import textworld
     from pettingllms_nb.envs.alfworld import engine
     AlfworldEnv().reset(41)                 # generate (and solve) the task before the simulator breaks
-    monkeypatch.setattr(engine.AlfredEngine, 'step', lambda self, c: 1 / 0)
+    monkeypatch.setattr(engine.AlfredEngine, 'step', lambda self, c: textworld.start('/broken/simulator.z8'))
     for mode in ('independent', 'tree'):
         t = rollout('alfworld_env', ORACLE, seeds=[41], max_turns=2, mode=mode, sample_num=2)
         first = next(s for s in t if s.role == 'alfworld_executor')
-        assert 'ZeroDivisionError' in first.infra_error and first.reward is None and first.reward_terms == {}
+        assert 'OSError' in first.infra_error and 'broken/simulator' in first.infra_error and first.reward is None and first.reward_terms == {}
         assert first.state_after['infra_errors'] == 1 and first.state_after['history'] == []
         hit = [s for s in t if s.infra_error]
         assert hit and all(s.role == 'alfworld_executor' and s.reward is None and s.reward_terms == {} for s in hit)

@@ -6,7 +6,8 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/alfworld/engine.html.
 
 # %% ../../../nbs/envs/alfworld/170_engine.ipynb #13bb4bae
 from __future__ import annotations
-import asyncio, collections, copy, importlib.resources, importlib.util, json, logging, os, re, sys, threading, time
+import asyncio, collections, copy, functools, importlib.resources, importlib.util, json, logging, os, re, sys, sysconfig
+import threading, time, traceback
 import weakref
 from dataclasses import dataclass, field
 from ...core.agent import InfrastructureError
@@ -14,8 +15,9 @@ from ...core.agent import InfrastructureError
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['EXTRA', 'PACKAGES', 'INVALID_FEEDBACK', 'missing_packages', 'require_alfworld', 'alfred_logic', 'game_data',
-           'SimulatorError', 'Observation', 'install_memos', 'AlfredEngine', 'sim_call', 'asim_call', 'TextWorldEngine']
+__all__ = ['EXTRA', 'PACKAGES', 'INVALID_FEEDBACK', 'SIMULATOR_MODULES', 'missing_packages', 'require_alfworld', 'alfred_logic',
+           'game_data', 'SimulatorError', 'Observation', 'install_memos', 'AlfredEngine', 'raised_by_simulator',
+           'sim_call', 'asim_call', 'TextWorldEngine']
 
 # %% ../../../nbs/envs/alfworld/170_engine.ipynb #39fba663
 EXTRA = 'alfworld'
@@ -267,11 +269,27 @@ def _locked(fn, timeout:float):
     try: return fn()
     finally: _SIM_LOCK.release()
 
+SIMULATOR_MODULES = ('textworld', 'alfworld', 'fast_downward', 'tatsu', 'jericho', 'mementos')
+
+@functools.cache
+def _simulator_roots() -> tuple:
+    "The folders of the simulator's installed packages."
+    specs = [importlib.util.find_spec(m) for m in SIMULATOR_MODULES]
+    return tuple(str(d) + os.sep for s in specs if s and s.submodule_search_locations for d in s.submodule_search_locations)
+
+def raised_by_simulator(e:BaseException) -> bool:
+    "Whether the deepest frame of `e`'s traceback outside the standard library lies in the simulator's packages."
+    stdlib = sysconfig.get_paths()['stdlib'] + os.sep
+    frames = [f.filename for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(stdlib)]
+    return bool(frames) and frames[-1].startswith(_simulator_roots())
+
 def sim_call(fn, timeout:float=60.0):
-    "Run `fn()` (simulator work) under the simulator lock; a failure of any kind becomes a `SimulatorError`."
+    "Run `fn()` (simulator work) under the simulator lock; a failure inside the simulator becomes a `SimulatorError`."
     try: return _locked(fn, timeout)
     except SimulatorError: raise
-    except (Exception, SystemExit) as e: raise SimulatorError(f"{type(e).__name__}: {str(e)[:500]}") from e
+    except (Exception, SystemExit) as e:
+        if not raised_by_simulator(e): raise   # a bug in our code or the caller's: it fails loudly, not as infrastructure
+        raise SimulatorError(f"{type(e).__name__}: {str(e)[:500]}") from e
 
 async def asim_call(fn, timeout:float=60.0):
     "`sim_call` in a worker thread, given up after `timeout` seconds (a `SimulatorError`)."

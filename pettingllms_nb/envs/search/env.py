@@ -231,7 +231,7 @@ async def run_query(self:SearchEnv, query:str, role:str, worker=None) -> dict:
     rec = {'turn': self.turn, 'role': role, 'query': query, 'doc_ids': [], 'new_gold': 0, 'error': None}
     st.queries.append(rec)
     try: passages = await self.retriever_for(worker).run(query, self.topk)
-    except Exception as e:
+    except (RetrievalError, ConnectionError, TimeoutError) as e:   # the retriever's failures; any other is a bug
         rec['error'] = f"{type(e).__name__}: {e}"
         st.infra_errors += 1
         raise e if isinstance(e, RetrievalError) else RetrievalError(rec['error']) from e
