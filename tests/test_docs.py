@@ -60,12 +60,14 @@ class _Refs(__import__('html.parser').parser.HTMLParser):
         if tag == 'a' and a.get('href'): self.links.append(a['href'])
 
 
-def _missing(site:Path, page:Path, refs) -> list:
-    "The references of `page` that are files of this site and are not there."
+def _missing(site:Path, page:Path, refs, root:str='/') -> list:
+    "The references of `page` that are files of this site and are not there (`root`: the site's path on its server)."
     out = []
     for ref in refs:
         if re.match(r'^(data:|[a-z]+://|#|mailto:)', ref): continue
-        target = (page.parent / ref.split('#')[0].split('?')[0]).resolve()
+        path = ref.split('#')[0].split('?')[0]
+        if path.startswith('/'): path = str(site / path.removeprefix(root).lstrip('/'))
+        target = (page.parent / path).resolve()
         if ref.split('#')[0] and not target.exists(): out.append(ref)
     return out
 
@@ -110,10 +112,10 @@ def test_no_widget_hides_inside_a_block():
 
 
 def test_no_stale_progress_bar_in_saved_outputs():
-    "A saved tqdm bar shows its first state (`0/30 0%`) forever on a static page: the tutorials' saved outputs hold none."
+    "A saved tqdm bar shows its first state (`0/30 0%`) forever on a static page: no saved output of a page holds one."
     import json
     bars = []
-    for nb in sorted((ROOT / 'tutorials').glob('*.ipynb')):
+    for nb in sorted([*(ROOT / 'tutorials').glob('*.ipynb'), *(ROOT / 'nbs').rglob('*.ipynb')]):
         for i, c in enumerate(json.loads(nb.read_text())['cells']):
             for o in c.get('outputs', []):
                 text = ''.join(o.get('data', {}).get('text/plain', '')) + ''.join(o.get('text', ''))
@@ -130,3 +132,22 @@ def test_saving_outputs_drops_widgets_without_a_static_copy():
     nb = {'metadata': {'widgets': {}}, 'cells': [{'cell_type': 'code', 'outputs': [bar, card]}]}
     assert strip_widget_views(nb) == 2
     assert nb['cells'][0]['outputs'] == [{'output_type': 'display_data', 'metadata': {}, 'data': {'text/html': ['<div>card</div>']}}]
+
+
+@pytest.mark.slow
+def test_the_whole_site_has_no_broken_image_or_link(tmp_path):
+    "Every page of the built site (about 145, 1.5 minutes): each image and link to a file of the site is there."
+    pytest.importorskip('mkdocs_jupyter', reason="the [docs] extra is not installed (pip install -e '.[docs]')")
+    site = tmp_path / 'site'
+    r = subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '-q', '-d', str(site)], cwd=ROOT,
+                       env={**os.environ, 'NO_MKDOCS_2_WARNING': '1'}, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    root = '/' + re.search(r'^site_url:\s*[a-z]+://[^/]+/(\S*)', (ROOT / 'mkdocs.yml').read_text(), re.M).group(1)
+    pages = sorted(site.rglob('*.html'))
+    assert len(pages) > len(list((ROOT / 'tutorials').glob('*.ipynb'))) + 100, len(pages)
+    broken = {}
+    for page in pages:
+        refs = _Refs(); refs.feed(page.read_text(errors='replace'))
+        if m := _missing(site, page, refs.imgs + [l for l in refs.links if not l.endswith('.ipynb')], root):
+            broken[str(page.relative_to(site))] = m[:5]
+    assert not broken, broken
