@@ -1,4 +1,4 @@
-"""`pettingllms-nb registry | presets | config | check-env | rollout | train | eval | retrieval-server | demo | data list | data prepare`: the notebook's functions, from a shell.
+"""`pettingllms-nb registry | presets | config | check-env | rollout | train | eval | retrieval-server | serve | demo | data list | data prepare`: the notebook's functions, from a shell.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/cli/cli.html.md"""
 
@@ -146,6 +146,13 @@ def _cmd_retrieval_server(args):
     run_server(args.index, backend=args.backend, host=args.host, port=args.port, topk=args.topk)
     return 0
 
+def _cmd_serve(args):
+    from pettingllms_nb.interop.openenv import serve
+    print(f"serving {args.name} as an OpenEnv environment on http://{args.host}:{args.port} (sessions: ws://{args.host}:"
+          f"{args.port}/ws; Ctrl-C stops)", file=sys.stderr)
+    serve(args.name, host=args.host, port=args.port, max_sessions=args.max_sessions, **_kv(args.kwargs))
+    return 0
+
 def _cmd_demo(args):
     from pettingllms_nb.demo import run_demo, DEMO_GAMES, DEMO_ALIASES
     known = args.game in DEMO_GAMES or args.game in DEMO_ALIASES
@@ -280,13 +287,17 @@ def _cmd_convert_checkpoint(args):
     return 0
 
 # %% ../nbs/cli/201_cli.ipynb #a5e3b85a
-def _add_service_parsers(sub):
-    "`retrieval-server` and `demo`."
+def _add_service_parsers(sub, imp):
+    "`retrieval-server`, `serve` and `demo`."
     s = sub.add_parser("retrieval-server", help="serve a search index over HTTP (POST /retrieve, Search-R1 and single-query dialects)")
     s.add_argument("index", help="generated[:SEED], a built .sqlite index, or a JSON-lines corpus ({id, contents} or {id, title, text})")
     s.add_argument("--backend", default="fts5", choices=["fts5", "bm25s", "scan"]); s.add_argument("--topk", type=int, default=3)
     s.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)"); s.add_argument("--port", type=int, default=8000)
     s.set_defaults(fn=_cmd_retrieval_server)
+    s = sub.add_parser("serve", parents=[imp], help="serve an environment or preset as an OpenEnv environment (the [interop] extra)")
+    s.add_argument("name", help="environment or preset name"); s.add_argument("kwargs", nargs="*", help="env kwargs key=value")
+    s.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)"); s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions, each its own environment"); s.set_defaults(fn=_cmd_serve)
     s = sub.add_parser("demo", help="the CPU demo: success rates per game, a table and a plot")
     s.add_argument("--out", default=None, help="output folder (default: outputs/demo, or outputs/demo_GAME)")
     s.add_argument("--game", default="plan_path",
@@ -312,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="import MODULE first (a module name or a .py file) so the environments it registers exist")
     _add_lookup_parsers(sub, imp)
     _add_run_parsers(sub, imp)
-    _add_service_parsers(sub)
+    _add_service_parsers(sub, imp)
     add_data_parser(sub)
     return p
 

@@ -124,6 +124,9 @@ BUILTINS = {
     'pettingllms_nb.envs.web.env': ('web', [('env', 'web_env')]),
     'pettingllms_nb.envs.web.agents': ('web', [('agent', 'web_navigator'), ('agent', 'web_verifier'), ('agent', 'web_single_agent')]),
     'pettingllms_nb.envs.web.oracle': ('web', [('scripted', 'web_env.oracle'), ('scripted', 'web_env.random')]),
+    # environments reached through the field's standards (the [interop] extra)
+    'pettingllms_nb.interop.session': ('interop', [('env', 'openenv_env')]),
+    'pettingllms_nb.interop.pettingzoo': ('interop', [('env', 'pettingzoo_env')]),
     # data sources: each environment declares its own, in a module that imports none of its heavy parts
     'pettingllms_nb.envs.math.sources': (None, [('source', n) for n in (
         'aime24', 'aime25', 'olympiadbench', 'polaris', 'dapo', 'math_original')]),
@@ -184,6 +187,7 @@ class Registry:
 # import names, checked without importing them before the part loads. web_env's text mode matches options with rapidfuzz.
 REQUIRES = {m: ('rapidfuzz',) for m in ('pettingllms_nb.envs.web.env', 'pettingllms_nb.envs.web.agents',
                                         'pettingllms_nb.envs.web.oracle')}
+REQUIRES['pettingllms_nb.interop.session'] = ('openenv',)   # openenv_env connects through OpenEnv's client
 
 @patch
 def _import_builtin(self:Registry, module:str, extra, provides):
