@@ -11,6 +11,7 @@ Each clone's observation and admissible commands are checked equal to the origin
     python bench/bench_alfworld.py [--size 12] [--depth 10] [--games 5] [--memo 0|1]
 """
 import argparse, os, random, statistics, time
+from _load import load_report
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -70,4 +71,5 @@ def main():
     print(f"  lazy env.clone()                     {ms(lazy):8.3f} ms   (the game is built when the clone first acts)")
     print(f"  the clone's first step (replays)     {ms(first_step):8.0f} ms   = {ms(first_step) / ms(steps):5.1f} steps")
 
-if __name__ == '__main__': main()
+if __name__ == '__main__':
+    with load_report('bench_alfworld'): main()

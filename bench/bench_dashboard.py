@@ -10,6 +10,7 @@ ratio also carries run-to-run noise).
 import argparse, os, tempfile, time
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 import torch
+from _load import load_report
 from pettingllms_nb.training.trainer import Trainer
 from pettingllms_nb.widgets.stepthrough import TrainingDashboard
 
@@ -40,4 +41,5 @@ def main():
           f"({100 * spent[0] / with_dash:.3f}% of the run)")
 
 
-if __name__ == '__main__': main()
+if __name__ == '__main__':
+    with load_report('bench_dashboard'): main()

@@ -11,6 +11,7 @@ Both sample at temperature 1 with the same max_tokens; rollouts/s counts complet
 import argparse, os, tempfile, time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
+from _load import load
 from pettingllms_nb.engine.policies import Request
 from pettingllms_nb.models.tiny import build_tiny
 from pettingllms_nb.models.hf import HFPolicy
@@ -51,6 +52,7 @@ if __name__ == "__main__":
     ap.add_argument("--device", default="auto"); ap.add_argument("--hidden-size", type=int, default=64)
     ap.add_argument("--head-dim", type=int, default=16)
     a = ap.parse_args()
+    print(f"bench_hf_policy: load average at start {load()}")
     if a.threads: torch.set_num_threads(a.threads)
     path = build_tiny(tempfile.mkdtemp() + "/tiny", seed=0, hidden_size=a.hidden_size, head_dim=a.head_dim)
     pol = HFPolicy(path, device=a.device, max_batch_size=a.max_batch_size)
@@ -63,3 +65,4 @@ if __name__ == "__main__":
     for name, n, tok, dt in rows: print(f"{name:<8} {n:>8} {tok:>7} {dt:>8.3f} {n / dt:>11.1f} {tok / dt:>9.0f}")
     (_, nb, tb, db), (_, ns, ts, ds) = rows
     print(f"\nbatched / single = {(nb / db) / (ns / ds):.1f}x rollouts/s, {(tb / db) / (ts / ds):.1f}x tokens/s")
+    print(f"bench_hf_policy: load average at end {load()}")

@@ -14,6 +14,7 @@ measured input is over budget.
     python bench/bench_parsers.py [--sizes 1,10,100,1000] [--cap 5] [--budget 2.0] [--floor 2.0] [--only NAME]
 """
 import argparse, importlib, sys, time
+from _load import load_report
 
 KB = 1000
 
@@ -241,4 +242,4 @@ def main():
     print(f"all within budget: every call took under {a.budget:g} ms per kB of input (or under {a.floor:g} ms)")
 
 if __name__ == '__main__':
-    main()
+    with load_report('bench_parsers'): main()

@@ -14,6 +14,7 @@ Peak RSS is the server process's high-water mark (VmHWM) after each case. Loopba
     python bench/bench_servers.py [--bursts 200 1000] [--slow 100] [--servers retrieval shop standin]
 """
 import argparse, asyncio, json, os, subprocess, sys, time
+from _load import load_report
 from statistics import quantiles
 
 SERVE = r'''
@@ -153,4 +154,4 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    with load_report('bench_servers'): main()

@@ -10,6 +10,7 @@ processes or descriptors, and RSS growth under 5% per 100 steps after the first 
 `python bench/bench_web.py` measures the browser pool's throughput with eviction against without.
 """
 import argparse, os, sys, tempfile, time
+from _load import load_report
 
 
 def rss_mb(pid:int|str='self') -> float:
@@ -86,4 +87,5 @@ def main():
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    with load_report('bench_soak'): rc = main()
+    sys.exit(rc)

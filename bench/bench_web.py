@@ -12,7 +12,8 @@ Printed side by side from one run; the ratios are what to quote (this machine's 
 
     python bench/bench_web.py [--episodes 40] [--browser-episodes 8] [--max-contexts 4] [--screenshots]
 """
-import argparse, os, time
+import argparse, atexit, os, time
+from _load import load
 from pettingllms_nb.engine.rollout import rollout
 from pettingllms_nb.envs.web.browser import browser_available, browser_processes, close_browsers, set_pool_size
 from pettingllms_nb.envs.web.oracle import oracle_policy
@@ -67,7 +68,8 @@ if __name__ == '__main__':
     ap.add_argument('--max-contexts', type=int, default=4)
     ap.add_argument('--screenshots', action='store_true', help='take a screenshot after every step, as the state card shows')
     a = ap.parse_args()
-    print(f"web_env bench: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    print(f"web_env bench: {os.cpu_count()} cores, load average at start {load()}")
+    atexit.register(lambda: print(f"web_env bench: load average at end {load()}"))
     (n, steps), dt = timed(play, range(a.episodes), 'text')
     text_eps = n / dt
     print(f"{'text mode':<22}{n:>5} episodes {steps:>6} steps {dt:8.2f} s {text_eps:9.2f} episodes/s")

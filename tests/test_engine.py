@@ -246,3 +246,21 @@ def test_check_env_says_no_credit_notice_for_a_mode_the_user_did_not_choose(capl
     assert not [r for r in caplog.records if notice in r.getMessage()]
     with caplog.at_level(logging.WARNING): rollout(cfg, oracle_policy, mode='tree', sample_num=2, seeds=[0])
     assert [r for r in caplog.records if notice in r.getMessage()]   # asked for: still said
+
+
+# -- snapshots: the fast conversion is the general one ----------------------------------------------------------------
+@pytest.mark.parametrize('preset', ['tiny_plan_path', 'tiny_sudoku', 'tiny_sokoban', 'tiny_math', 'tiny_search'])
+def test_fast_state_snapshots_equal_the_general_conversion(monkeypatch, preset):
+    "Every state a rollout records (tree and independent) converts the same through `_jsonable`'s fast path and `_jsonable_any`."
+    import pettingllms_nb.core.state as st
+    from pettingllms_nb.core.registry import registry
+    fast, seen = st._jsonable, []
+    def both(x):
+        a, b = fast(x), st._jsonable_any(x)
+        assert a == b and json.dumps(a) == json.dumps(b), type(x).__name__
+        seen.append(type(x)); return a
+    monkeypatch.setattr(st, '_jsonable', both)
+    env = {'tiny_math': 'math_env', 'tiny_search': 'search_env'}.get(preset, 'stateful_env')
+    pol = registry.scripted(env, 'random')
+    for mode in ('tree', 'independent'): rollout(preset, pol, mode=mode, sample_num=2, seeds=range(2))
+    assert len(seen) > 50

@@ -20,7 +20,7 @@ from pettingllms_nb.envs.search import (exact_match, f1_score, normalize_answer,
                                         HttpRetriever, Bm25sIndex, serve_in_thread, index_passages, SearchEnv,
                                         SearchState, ReasoningAgent, WebSearchAgent, SearchSingleAgent, parse_tagged,
                                         oracle_policy, random_policy, no_retrieval_policy, score_policy)
-from pettingllms_nb.envs.search.retrieval import HAVE_BM25S, cache_dir
+from pettingllms_nb.envs.search.retrieval import HAVE_BM25S, ImpactIndex, cache_dir
 from pettingllms_nb.widgets.render import render_state
 from datafiles import write_jsonl, write_parquet
 
@@ -76,6 +76,18 @@ def test_fts5_scores_equal_the_brute_force_scan():
         a, b = fts.search(q, 7), scan.search(q, 7)
         assert [p.doc_id for p in a] == [p.doc_id for p in b], q
         assert [round(p.score, 6) for p in a] == [round(p.score, 6) for p in b], q
+
+def test_the_default_impact_index_gives_fts5s_answers_to_the_last_bit(tmp_path):
+    "Documents, order and scores (floats compared exactly), ties by insertion order, at several k, on a bigger world."
+    import random
+    world = generate_world(3, n_people=1500, n_orgs=700, n_cities=200)
+    fts, impact = Fts5Index.build(world.docs, path=tmp_path / 'w.sqlite'), index_passages(world.docs)
+    assert isinstance(impact, ImpactIndex) and impact.n_docs == fts.n_docs
+    rng, words = random.Random(1), sorted({w for d in world.docs for w in re.findall(r"\w+", d['text'])})
+    qs = ([make_question(world, s)['question'] for s in range(150)] + [d['title'] for d in rng.sample(world.docs, 100)]
+          + [' '.join(rng.sample(words, rng.randint(1, 6))) for _ in range(100)] + ['born', 'the of', ''])
+    for k in (1, 3, 10, 50):
+        assert [impact.search(q, k) for q in qs] == [fts.search(q, k) for q in qs], k
 
 def test_index_is_built_once_and_cached_on_disk():
     passages = [Passage(f"x{i}", f"Title {i}", f"text number {i}") for i in range(50)]

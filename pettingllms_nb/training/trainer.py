@@ -305,7 +305,10 @@ def collect(self:Trainer, seeds=None, mode=None, sample_num=None, temperature=No
 def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
     "One PPO-clip update of `unit` on the `steps` that have an advantage (across `self.dist`'s ranks when distributed)."
     t = self.cfg.training
-    temp = lambda s: float(agent_config(self.cfg, s.role).train_temperature) or 1.0
+    temps = {}   # role -> its sampling temperature, looked up in the config once per role (not once per sequence)
+    def temp(s):
+        if s.role not in temps: temps[s.role] = float(agent_config(self.cfg, s.role).train_temperature) or 1.0
+        return temps[s.role]
     rows = rows_from_steps(steps, advs, temp, unit=unit.name)
     if not rows: return {f'{unit.name}/sequences': 0}
     m = update_unit(unit.policy, unit.adapter, unit.params(), unit.optimizer, unit.scheduler, rows,

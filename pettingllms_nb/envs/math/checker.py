@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit, importlib.util, logging, os, re, subprocess, sys, threading, time
 from collections import deque
 from multiprocessing.connection import Connection, wait as wait_conns
+from multiprocessing.reduction import ForkingPickler
 from fastcore.basics import patch
 from ...core.parsing import MAX_PARSE_CHARS, FormatError, all_boxed, extract_boxed, printable
 from . import verify_worker
@@ -19,9 +20,9 @@ if importlib.util.find_spec('math_verify') is None:   # checked here; imported o
     raise ImportError("pettingllms_nb.envs.math.checker needs math-verify: pip install 'pettingllms-nb[math]'")
 
 # %% auto #0
-__all__ = ['MAX_ANSWER_CHARS', 'MAX_TEXT_CHARS', 'STARTUP_TIMEOUT', 'WORKER_FILE', 'DEFAULT_TIMEOUT', 'EQUIVALENCE_CASES',
-           'is_sentence', 'is_error_text', 'answer_of', 'answer_text', 'CheckerPool', 'checker_pool', 'explain_many',
-           'explain_answer', 'check_answer', 'check_many']
+__all__ = ['MAX_ANSWER_CHARS', 'MAX_TEXT_CHARS', 'STARTUP_TIMEOUT', 'WORKER_FILE', 'PIPELINE_JOBS', 'PIPELINE_BYTES',
+           'DEFAULT_TIMEOUT', 'EQUIVALENCE_CASES', 'is_sentence', 'is_error_text', 'answer_of', 'answer_text',
+           'CheckerPool', 'checker_pool', 'explain_many', 'explain_answer', 'check_answer', 'check_many']
 
 # %% ../../../nbs/envs/math/126_math_check.ipynb #85ed2bb2
 _DELIMITERS = re.compile(r"\$|\\\(|\\\[")
@@ -83,6 +84,8 @@ def answer_text(text) -> str:
 # %% ../../../nbs/envs/math/126_math_check.ipynb #d723e7fd
 STARTUP_TIMEOUT = 60.0                 # seconds for a fresh worker to import math-verify and say it is ready
 WORKER_FILE = verify_worker.__file__   # the worker's program, run as `python -I WORKER_FILE R W`
+PIPELINE_JOBS = 4                      # jobs a worker holds at once: the next waits in its pipe while it checks one
+PIPELINE_BYTES = 32 * 1024             # ... and at most this many bytes of them (a pipe holds 64 KiB: sending never blocks)
 
 class _Worker:
     "One worker process and its two pipes."
@@ -94,11 +97,28 @@ class _Worker:
                                      close_fds=True)
         os.close(r_job); os.close(w_res)
         self.tx, self.rx = Connection(w_job, readable=False), Connection(r_res, writable=False)
-        self.job, self.deadline, self.ready = None, None, False
+        self.jobs, self.bytes, self.deadline, self.ready = deque(), 0, None, False   # jobs in hand: (index, size)
         self.started = time.monotonic()
 
-    def send(self, idx:int, job:tuple, outer:float):
-        self.tx.send(job); self.job, self.deadline = idx, time.monotonic() + outer
+    def can_take(self, size:int) -> bool:
+        "Ready, and holding nothing, or fewer than `PIPELINE_JOBS` jobs that leave room for `size` more bytes."
+        return self.ready and (not self.jobs or (len(self.jobs) < PIPELINE_JOBS and self.bytes + size <= PIPELINE_BYTES))
+
+    def send(self, idx:int, data:bytes, outer:float):
+        "Hand over job `idx` (pickled); the first job in hand has `outer` seconds from now."
+        self.tx.send_bytes(data)
+        if not self.jobs: self.deadline = time.monotonic() + outer
+        self.jobs.append((idx, len(data))); self.bytes += len(data)
+
+    def answered(self, outer:float) -> int:
+        "The first job in hand is answered (or given up): its index; the next one's `outer` seconds start now."
+        idx, size = self.jobs.popleft(); self.bytes -= size
+        self.deadline = time.monotonic() + outer if self.jobs else None
+        return idx
+
+    def give_back(self, todo:deque):
+        "Put the jobs still in hand back at the front of `todo`, in order (their worker is being replaced)."
+        todo.extendleft(reversed([i for i, _ in self.jobs])); self.jobs.clear(); self.bytes = 0
 
     def kill(self):
         try: self.proc.kill(); self.proc.wait(5)
@@ -130,16 +150,20 @@ def _replace(self:CheckerPool, w:_Worker):
 @patch
 def map(self:CheckerPool, jobs:list, outer:float) -> list[tuple[bool, str]]:
     "`(ok, reason)` for each `(gold, pred, inner_timeout)` job; a job running past `outer` seconds is killed."
-    out, todo = [None] * len(jobs), deque(range(len(jobs)))
+    out, todo, data = [None] * len(jobs), deque(range(len(jobs))), {}   # data: job index -> the job pickled
+    size = lambda i: len(data[i] if i in data else data.setdefault(i, ForkingPickler.dumps(jobs[i])))
     with self.lock:
         self._fill()
-        while todo or any(w.job is not None for w in self.workers):
-            for w in self.workers:
-                if w.ready and w.job is None and todo:
+        while todo or any(w.jobs for w in self.workers):
+            dealt = True
+            while todo and dealt:   # one job to each worker that can take one, round after round
+                dealt = False
+                for w in self.workers:
+                    if not (todo and w.can_take(size(todo[0]))): continue
                     i = todo.popleft()
-                    try: w.send(i, jobs[i], outer)
-                    except OSError: todo.appendleft(i); self._replace(w); break
-            waiting = {w.rx: w for w in self.workers if w.job is not None or not w.ready}
+                    try: w.send(i, data[i], outer); dealt = True
+                    except OSError: todo.appendleft(i); w.give_back(todo); self._replace(w); dealt = False; break
+            waiting = {w.rx: w for w in self.workers if w.jobs or not w.ready}
             limits = [w.deadline if w.ready else w.started + STARTUP_TIMEOUT for w in waiting.values()]
             for conn in wait_conns(list(waiting), timeout=max(0.0, min(limits) - time.monotonic())):
                 w = waiting[conn]
@@ -149,15 +173,16 @@ def map(self:CheckerPool, jobs:list, outer:float) -> list[tuple[bool, str]]:
                         w.kill(); self.workers.remove(w)
                         raise RuntimeError(f"math_check: a checker worker exited while starting (code {w.proc.returncode}); "
                                            f"run `{sys.executable} -I {WORKER_FILE}` to see why") from None
-                    out[w.job] = (False, "the worker died"); self._replace(w); continue
+                    out[w.answered(outer)] = (False, "the worker died"); w.give_back(todo); self._replace(w); continue
                 if msg == 'ready': w.ready = True
-                else: out[w.job] = msg; w.job = None
+                else: out[w.answered(outer)] = msg
             now = time.monotonic()
             for w in list(self.workers):
                 if w.rx.closed or w.rx.poll(0): continue   # a result (or 'ready') is waiting: read it next round
-                if w.job is not None and now >= w.deadline:
-                    _log.warning("math_check: job %d passed its %.1f s limit; killing worker %d", w.job, outer, w.proc.pid)
-                    out[w.job] = (False, "timeout"); self.kills += 1; self._replace(w)
+                if w.jobs and now >= w.deadline:
+                    i = w.answered(outer)
+                    _log.warning("math_check: job %d passed its %.1f s limit; killing worker %d", i, outer, w.proc.pid)
+                    out[i] = (False, "timeout"); self.kills += 1; w.give_back(todo); self._replace(w)
                 elif not w.ready and now >= w.started + STARTUP_TIMEOUT:
                     raise RuntimeError(f"math_check: a checker worker did not start within {STARTUP_TIMEOUT} s; "
                                        "is math-verify installed (pip install 'pettingllms-nb[math]')?")

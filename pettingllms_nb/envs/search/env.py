@@ -39,7 +39,7 @@ def world_for(seed:int, size:int|None) -> 'World':
         _WORLDS[seed, n] = generate_world(seed, n_people=n, n_orgs=n // 2, n_cities=max(4, n * 3 // 10))
     return _WORLDS[seed, n]
 
-def world_index(world, backend:str='fts5') -> Retriever:
+def world_index(world, backend:str='impact') -> Retriever:
     "The index of a world's documents (one per world and backend, per process)."
     key = (id(world), backend)
     if key not in _WORLD_INDEX: _WORLD_INDEX[key] = index_passages(world.docs, backend)
@@ -72,7 +72,7 @@ class SearchEnv(Env):
                  size:int|None=None,            # people in the generated encyclopedia (default 80)
                  max_turns:int|None=None,
                  topk:int=3,                    # passages per search
-                 retriever:str='fts5',          # 'fts5', 'bm25s', 'scan' or 'http'
+                 retriever:str='impact',        # 'impact' (FTS5's ranking in memory), 'fts5', 'bm25s', 'scan' or 'http'
                  retriever_url:str|None=None,   # for 'http': http://host:port/retrieve
                  retriever_dialect:str='batch', # for 'http': 'batch' (Search-R1) or 'single'
                  retriever_timeout:float=10.0,  # for 'http': seconds per request

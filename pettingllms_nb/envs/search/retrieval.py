@@ -1,4 +1,4 @@
-"""`Retriever.search(query, k) -> list[Passage]` behind every backend: SQLite FTS5 with bm25 ranking (standard library, built once and cached on disk), `bm25s` (optional, faster), a brute-force scan (the reference the others are checked against), and an HTTP client for the retrieval servers people already run (Search-R1's batch dialect and the single-query one); `serve_index` serves any of them over the same API on loopback. A failure is a `RetrievalError`, never made-up results.
+"""`Retriever.search(query, k) -> list[Passage]` behind every backend: FTS5's bm25 ranking answered from impact-ordered lists in memory (the default: the same answers, without scoring every match), SQLite FTS5 itself (standard library, built once and cached on disk), `bm25s` (optional), a brute-force scan (the reference the others are checked against), and an HTTP client for the retrieval servers people already run (Search-R1's batch dialect and the single-query one); `serve_index` serves any of them over the same API on loopback. A failure is a `RetrievalError`, never made-up results.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/search/search_retrieval.html.md"""
 
@@ -6,7 +6,9 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/search/search_retriev
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #bf8aa5c1
 from __future__ import annotations
-import asyncio, hashlib, json, logging, math, os, re, socket, sqlite3, threading, time, unicodedata
+import asyncio, hashlib, heapq, json, logging, math, os, re, socket, sqlite3, threading, time, unicodedata
+from array import array
+from bisect import bisect_left
 import urllib.error, urllib.request
 from collections import Counter
 from dataclasses import dataclass, asdict
@@ -23,10 +25,11 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['MAX_QUERY_TOKENS', 'STOPWORDS', 'K1', 'B', 'TITLE_WEIGHT', 'INDEX_VERSION', 'HAVE_BM25S', 'DIALECTS',
-           'MAX_REPLY_BYTES', 'MAX_REQUEST_BYTES', 'MAX_QUERIES', 'MAX_TOPK', 'MAX_PASSAGES', 'BACKENDS', 'Passage',
-           'RetrievalError', 'tokenize', 'query_tokens', 'Retriever', 'as_passage', 'bm25_scores', 'ScanRetriever',
-           'cache_dir', 'fingerprint', 'Fts5Index', 'Bm25sIndex', 'passage_from_reply', 'HttpRetriever', 'read_within',
-           'make_server', 'serve_in_thread', 'index_passages', 'read_corpus', 'open_index', 'run_server']
+           'MAX_REPLY_BYTES', 'MAX_REQUEST_BYTES', 'MAX_QUERIES', 'MAX_TOPK', 'MAX_PASSAGES', 'BACKENDS',
+           'IMPACT_MAX_PASSAGES', 'Passage', 'RetrievalError', 'tokenize', 'query_tokens', 'Retriever', 'as_passage',
+           'bm25_scores', 'ScanRetriever', 'cache_dir', 'fingerprint', 'Fts5Index', 'Bm25sIndex', 'ImpactIndex',
+           'passage_from_reply', 'HttpRetriever', 'read_within', 'make_server', 'serve_in_thread', 'index_passages',
+           'read_corpus', 'open_index', 'run_server']
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #27d3b510
 @dataclass(frozen=True)
@@ -47,7 +50,9 @@ MAX_QUERY_TOKENS = 32   # a longer query keeps its first 32 distinct tokens: bou
 
 def tokenize(text:str) -> list[str]:
     "Lower-cased, accent-folded word tokens of `text`."
-    folded = unicodedata.normalize('NFKD', str(text).lower())
+    text = str(text)
+    if text.isascii(): return _TOKEN.findall(text.lower())   # nothing to fold: the same tokens, without the per-character pass
+    folded = unicodedata.normalize('NFKD', text.lower())
     return _TOKEN.findall(''.join(c for c in folded if not unicodedata.combining(c)))
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #2396823d
@@ -288,6 +293,73 @@ def search(self:Bm25sIndex, query:str, k:int=3) -> list[Passage]:
 if HAVE_BM25S: register_worker('bm25s_retriever')(Bm25sIndex)
 else: registry.mark_unavailable('worker', 'bm25s_retriever', __name__, "No module named 'bm25s'", 'search')
 
+# %% ../../../nbs/envs/search/156_search_retrieval.ipynb #41969b90
+def _contributions(f:list, lengths:list, idf:float, avgdl:float) -> list:
+    "Each posting's share of a BM25 score, with FTS5's operations in FTS5's order (so the floats are FTS5's)."
+    return [idf * ((x * (K1 + 1.0)) / (x + K1 * (1 - B + B * dl / avgdl))) for x, dl in zip(f, lengths)]
+
+class ImpactIndex(Retriever):
+    "FTS5's BM25 ranking from impact-ordered posting lists in memory: the same answers, found without scoring every match."
+    name = 'impact'
+    def __init__(self, passages):
+        self.passages = [as_passage(p) for p in passages]
+        post, lengths = {}, []   # term -> ([doc], [weighted frequency]); each document's length in tokens
+        for d, p in enumerate(self.passages):
+            ti, te = Counter(tokenize(p.title)), Counter(tokenize(p.text))
+            lengths.append(sum(ti.values()) + sum(te.values()))
+            for t in ti.keys() | te.keys():
+                docs, f = post.setdefault(t, ([], []))
+                docs.append(d); f.append(TITLE_WEIGHT * ti[t] + te[t])
+        n = self.n_docs = len(self.passages)
+        avgdl = sum(lengths) / n if n else 1.0
+        self.lists = {}   # term -> (docs ascending, their contributions, docs best first, their contributions)
+        for t, (docs, f) in post.items():
+            idf = math.log((n - len(docs) + 0.5) / (len(docs) + 0.5))
+            c = _contributions(f, [lengths[d] for d in docs], idf if idf > 0.0 else 1e-6, avgdl)
+            best = sorted(range(len(docs)), key=c.__getitem__, reverse=True)   # stable: ties stay in document order
+            self.lists[t] = (array('i', docs), array('d', c), array('i', [docs[i] for i in best]), array('d', [c[i] for i in best]))
+        self.built, self.build_seconds = True, 0.0
+
+    @classmethod
+    def build(cls, passages) -> ImpactIndex:
+        "The index of `passages`, built now in memory (`index_passages` keeps one per corpus and process)."
+        t0 = time.perf_counter(); idx = cls(passages)
+        idx.build_seconds = time.perf_counter() - t0
+        return idx
+
+# %% ../../../nbs/envs/search/156_search_retrieval.ipynb #945d080c
+def _score(lists:list, d:int) -> float:
+    "Document `d`'s BM25 score: its contribution in each of the query's lists, summed in query order (0 where absent)."
+    s = 0.0
+    for docs, c, _, _ in lists:
+        i = bisect_left(docs, d)
+        if i < len(docs) and docs[i] == d: s += c[i]
+    return s
+
+@patch
+def search(self:ImpactIndex, query:str, k:int=3) -> list[Passage]:
+    q, k = query_tokens(query), _check_k(k)
+    lists = [self.lists[t] for t in q if t in self.lists]   # a term no document has adds nothing to any score
+    if not lists: return []
+    heads = [(-imp[0], j, 0) for j, (_, _, _, imp) in enumerate(lists)]   # each list's next contribution, list, depth
+    heapq.heapify(heads)
+    bound, seen, top = sum(imp[0] for *_, imp in lists), set(), []   # top: a heap of the best k (score, -doc)
+    while heads:   # always step the list whose next contribution is largest: the bound falls fastest
+        neg, j, depth = heads[0]
+        _, _, order, imp = lists[j]
+        d = order[depth]
+        if depth + 1 < len(order): heapq.heapreplace(heads, (-imp[depth + 1], j, depth + 1)); bound += imp[depth + 1] + neg
+        else: heapq.heappop(heads); bound += neg
+        if d not in seen:
+            seen.add(d)
+            s = _score(lists, d)
+            if len(top) < k: heapq.heappush(top, (s, -d))
+            elif (s, -d) > top[0]: heapq.heapreplace(top, (s, -d))
+        if len(top) == k and top[0][0] > bound * (1 + 1e-12):   # with room for rounding; the running bound is checked
+            bound = sum(-h[0] for h in heads)                   # against the exact sum before the walk stops
+            if top[0][0] > bound * (1 + 1e-12): break
+    return [Passage(**{**self.passages[-nd].to_dict(), 'score': s}) for s, nd in sorted(top, key=lambda x: (-x[0], -x[1]))]
+
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #b926c484
 DIALECTS = ('batch', 'single')
 
@@ -491,14 +563,18 @@ class serve_in_thread:
         self.thread.join(5)
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #d0f5bcbf
-BACKENDS = {'fts5': Fts5Index, 'bm25s': Bm25sIndex, 'scan': ScanRetriever}
+BACKENDS = {'impact': ImpactIndex, 'fts5': Fts5Index, 'bm25s': Bm25sIndex, 'scan': ScanRetriever}   # the first: the default
+IMPACT_MAX_PASSAGES = 2_000_000   # above this, `impact` answers from FTS5's cached file: the same answers, no postings in memory
 _OPEN: dict = {}
 
-def index_passages(passages, backend:str='fts5') -> Retriever:
+def index_passages(passages, backend:str='impact') -> Retriever:
     "A retriever of `backend` over `passages`, built (or found in the cache) once per process."
     if backend not in BACKENDS:
         raise ValueError(f"retrieval backend={backend!r}; allowed: {list(BACKENDS)} (or retriever='http' with a url)")
     passages = [as_passage(p) for p in passages]
+    if backend == 'impact' and len(passages) > IMPACT_MAX_PASSAGES:
+        _log.info("%d passages: more than IMPACT_MAX_PASSAGES, so FTS5's cached index answers (the same ranking)", len(passages))
+        backend = 'fts5'
     key = (backend, fingerprint(passages))
     if key not in _OPEN:
         _OPEN[key] = ScanRetriever(passages) if backend == 'scan' else BACKENDS[backend].build(passages)
@@ -520,7 +596,7 @@ def read_corpus(path) -> list[Passage]:
                                  '{"id", "contents"} or {"id", "title", "text"}') from None
     return out
 
-def open_index(spec:str, backend:str='fts5') -> Retriever:
+def open_index(spec:str, backend:str='impact') -> Retriever:
     "A retriever for `generated[:SEED]`, a built `.sqlite` index, or a JSON-lines corpus file."
     from pettingllms_nb.envs.search.data import generate_world
     s = str(spec)
@@ -533,7 +609,7 @@ def open_index(spec:str, backend:str='fts5') -> Retriever:
     return index_passages(read_corpus(p), backend)
 
 # %% ../../../nbs/envs/search/156_search_retrieval.ipynb #823e20e9
-def run_server(index:str, backend:str='fts5', host:str='127.0.0.1', port:int=8000, topk:int=3, on_ready=None):
+def run_server(index:str, backend:str='impact', host:str='127.0.0.1', port:int=8000, topk:int=3, on_ready=None):
     "Serve `open_index(index, backend)` over `POST /retrieve` (both dialects) until interrupted."
     r = open_index(index, backend)
     srv = make_server(r, host, port, topk)

@@ -147,7 +147,8 @@ def play(g, action) -> dict:
     game = game_of(g)
     before, played = g.progress, game.played(g)
     res = g.apply(action)
-    return {'progress_before': before, 'progress_after': g.progress, 'progress_gain': g.progress - before,
+    after = g.progress   # read once: some games measure it with a search
+    return {'progress_before': before, 'progress_after': after, 'progress_gain': after - before,
             'solved': g.solved, 'optimal': g.solved and game.optimal(g),
             'invalid': res['invalid'], 'steps': game.played(g) - played}
 

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/plan_path.ht
 
 # %% ../../../../nbs/envs/stateful/110_plan_path.ipynb #9199d9ab
 from __future__ import annotations
-import random
+import functools, random
 from collections import deque
 from dataclasses import dataclass, field
 from fastcore.basics import patch
@@ -118,7 +118,14 @@ def apply(self:PlanPathState, moves) -> dict:
 @patch
 def distance(self:PlanPathState) -> int|None:
     "BFS distance from the current cell to the goal (None if unreachable)."
-    return bfs_distances(self.grid, self.pos).get(tuple(self.goal))
+    grid, pos, goal = self.grid, tuple(self.pos), tuple(self.goal)
+    if not (_free(grid, *pos) and _free(grid, *goal)): return bfs_distances(grid, pos).get(goal)
+    return _goal_distances(tuple(grid), goal).get(pos)
+
+@functools.lru_cache(maxsize=4096)
+def _goal_distances(grid:tuple, goal:tuple) -> dict:
+    "Every free cell's distance to `goal` on `grid` (rows as a tuple): one BFS per board, shared, never mutated."
+    return bfs_distances(grid, goal)
 
 @patch(as_prop=True)
 def progress(self:PlanPathState) -> float:
