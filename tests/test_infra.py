@@ -145,3 +145,32 @@ def test_which_exceptions_are_infrastructure():
     assert [is_infrastructure(e) for e in (ZeroDivisionError(), ImportError(), ConnectionError(), RuntimeError())] \
            == [False] * 4
     assert all(is_infrastructure(cls('x')) for _, cls in _infra_classes())
+
+
+class _FlakyServer:
+    "A policy server that answers, then fails on its `fail_on`-th call (an `InfrastructureError`, or `bug`)."
+    def __init__(self, answer, fail_on=2, bug=None):
+        self.answer, self.fail_on, self.bug, self.calls = answer, fail_on, bug, 0
+    def generate(self, requests):
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise self.bug or InfrastructureError("policy server http://127.0.0.1:9/v1: connection refused")
+        return [[self.answer(r)] * r.n for r in requests]
+
+
+@pytest.mark.parametrize('mode', ['independent', 'tree'])
+def test_a_policy_server_failing_during_generation_is_an_unscored_turn(mode):
+    "Before, the exception ended the whole rollout; now the turn is unanswered and marked, and the episode goes on."
+    pol = {'scout': _FlakyServer(scout_truth), 'runner': _FlakyServer(_still)}
+    tr = rollout('toy_relay', pol, mode=mode, sample_num=2, seeds=[3, 4], max_turns=3, turn_order=['scout', 'runner'])
+    hit = [s for s in tr if s.infra_error]
+    assert hit and {(s.role, s.turn_idx) for s in hit} == {('scout', 1), ('runner', 1)}
+    assert all(s.infra_error.startswith('policy _FlakyServer: InfrastructureError: policy server') for s in hit)
+    assert all(s.reward is None and s.reward_terms == {} and s.action is None and s.format_error is None for s in hit)
+    assert len({s.turn_idx for s in tr}) == 3 and all(e.infra_errors for e in tr.episodes)   # went on; marked
+
+
+def test_a_bug_in_a_policy_is_raised():
+    pol = {'scout': _FlakyServer(scout_truth, bug=TypeError('a bug')), 'runner': _still}
+    with pytest.raises(TypeError, match='a bug'):
+        rollout('toy_relay', pol, seeds=[3], max_turns=3, turn_order=['scout', 'runner'])

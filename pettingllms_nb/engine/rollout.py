@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 from ..core.env import Env
-from ..core.agent import atake_turn
+from ..core.agent import atake_turn, is_infrastructure
 from ..core.registry import registry, make_env, make_agent, RegistryError
 from ..core.rewards import credit_path
 from .policies import Policy, ScriptedPolicy, Request, Completion, run_sync
@@ -159,6 +159,11 @@ class Branch:
     agent: Any
     env: Env
 
+def _unanswered(agent, why:str):
+    "Mark `agent`'s turn as not answered: the policy failed (infrastructure), so nothing was parsed, played or scored."
+    agent.current_action, agent.format_error, agent.infra_error = None, None, why
+    agent.agent_reward, agent.reward_terms = None, {}
+
 async def _generate(policy, requests):
     outs = await policy.agenerate(requests) if hasattr(policy, 'agenerate') else policy.generate(requests)
     if len(outs) != len(requests) or any(len(o) != r.n for o, r in zip(outs, requests)):
@@ -175,11 +180,20 @@ async def agent_turn(slots:list[Slot], role:str, turn:int, policy, spec:RolloutS
         for s in act: s.agents[role].update_from_env(s.env, turn)
     reqs = [Request(role, s.agents[role].current_prompt, n=sample_num if tree else 1, sampling=sampling or {},
                     problem_uid=s.uid, turn_idx=turn, rollout_idx=s.rollout_idx) for s in act]
+    try: outs, failed = await _generate(policy, reqs), None
+    except Exception as e:   # a policy server that failed: the turn is unanswered, marked, and the episode goes on
+        if not is_infrastructure(e): raise
+        failed = f"policy {type(policy).__name__}: {type(e).__name__}: {str(e)[:300]}"
+        _log.error("%s (%d requests of %r at turn %d marked infra_error, not scored)", failed, len(reqs), role, turn)
+        outs = [[Completion('')] * r.n for r in reqs]
     groups = []
-    for s, comps in zip(act, await _generate(policy, reqs)):   # one list of completions per request
+    for s, comps in zip(act, outs):   # one list of completions per request
         if tree: groups.append([Branch(s, role, turn, i, c, s.agents[role].clone(), s.env.clone())
                                 for i, c in enumerate(comps)])
         else: groups.append([Branch(s, role, turn, 0, comps[0], s.agents[role], s.env)])
+    if failed:
+        for b in (b for g in groups for b in g): _unanswered(b.agent, failed)
+        return groups
     played = await asyncio.gather(*(atake_turn(b.agent, b.env, b.completion.text, worker) for g in groups for b in g),
                                   return_exceptions=True)   # every branch finishes its step before a bug is raised
     bug = next((e for e in played if isinstance(e, BaseException)), None)
