@@ -291,7 +291,7 @@ def _add_service_parsers(sub, imp):
     "`retrieval-server`, `serve` and `demo`."
     s = sub.add_parser("retrieval-server", help="serve a search index over HTTP (POST /retrieve, Search-R1 and single-query dialects)")
     s.add_argument("index", help="generated[:SEED], a built .sqlite index, or a JSON-lines corpus ({id, contents} or {id, title, text})")
-    s.add_argument("--backend", default="fts5", choices=["fts5", "bm25s", "scan"]); s.add_argument("--topk", type=int, default=3)
+    s.add_argument("--backend", default="impact", choices=["impact", "fts5", "bm25s", "scan"]); s.add_argument("--topk", type=int, default=3)
     s.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)"); s.add_argument("--port", type=int, default=8000)
     s.set_defaults(fn=_cmd_retrieval_server)
     s = sub.add_parser("serve", parents=[imp], help="serve an environment or preset as an OpenEnv environment (the [interop] extra)")
