@@ -79,6 +79,15 @@ def check_values(cfg) -> list:
     for k in ('total_training_steps', 'val_freq', 'save_freq', 'resample_freq', 'sample_temperature', 'kl_coef', 'entropy_coef', 'max_grad_norm'):
         e += _at_least(f'training.{k}', t[k], 0)
     for k in ('lr', 'clip_ratio'): e += _at_least(f'training.{k}', t[k], 0, strict=True)
+    for k in ('clip_ratio_low', 'clip_ratio_high'):
+        if t[k] is not None: e += _at_least(f'training.{k}', t[k], 0, strict=True)
+    if t.clip_ratio_low is not None and t.clip_ratio_low >= 1:
+        e.append(f"training.clip_ratio_low={t.clip_ratio_low!r}: allowed values are in (0, 1) (the ratio's floor, 1 - clip_ratio_low, must stay above 0)")
+    if not 0 <= t.gigpo_gamma <= 1: e.append(f"training.gigpo_gamma={t.gigpo_gamma!r}: allowed values are in [0, 1]")
+    e += _at_least('training.gigpo_step_weight', t.gigpo_step_weight, 0)
+    if t.kl_coef > 0 and t.full_finetune:
+        e.append(f"training.kl_coef={t.kl_coef!r} with training.full_finetune=True: allowed value is 0 (the KL reference is the "
+                 f"base with its adapters off, and a fully fine-tuned model has none); train adapters (full_finetune=false) to use it")
     if t.alpha is not None: e += _at_least('training.alpha', t.alpha, 0)
     if t.val_seeds is not None and (not t.val_seeds or len(set(t.val_seeds)) != len(t.val_seeds)):
         e.append(f"training.val_seeds={list(t.val_seeds)!r}: allowed values are a non-empty list of distinct integers (or null to use training.val_size)")

@@ -142,7 +142,7 @@ BUILTINS = {
     # config rules for values a higher layer owns (`core.checks`): each layer registers its own
     'pettingllms_nb.engine.rollout': (None, [('check', 'multi_agent_interaction.schedule'), ('check', 'training.rollout_mode'),
                                              ('check', 'training.branch_select')]),
-    'pettingllms_nb.training.advantages': (None, [('check', 'training.algorithm')]),
+    'pettingllms_nb.training.advantages': (None, [('check', 'training.algorithm'), ('check', 'training.algorithm/rollout_mode')]),
     'pettingllms_nb.data.sources': (None, [('check', 'env.source')]),
 }
 PLUGIN_GROUP = 'pettingllms_nb.plugins'

@@ -120,13 +120,18 @@ class TrainingConfig:
     branch_select: str = 'best'              # one of the engine's SELECTS: tree sampling keeps the `best` branch or a `random` one
     alpha: Optional[float] = None            # team-reward weight for every role (None: each role's own)
     lr: float = 1e-6
-    clip_ratio: float = 0.2                  # PPO clip
-    kl_coef: float = 0.0                     # KL to the reference (adapter-off) policy
+    clip_ratio: float = 0.2                  # PPO clip: a token's ratio is clipped to [1 - clip_ratio, 1 + clip_ratio]
+    clip_ratio_low: Optional[float] = None   # DAPO's asymmetric clip: the lower range (None: clip_ratio)
+    clip_ratio_high: Optional[float] = None  # the upper range (None: clip_ratio; DAPO uses 0.28 with 0.2 below)
+    kl_coef: float = 0.0                     # k3 KL to the reference: the warm-started base, i.e. the model with its adapters off
     entropy_coef: float = 0.0
     max_grad_norm: float = 1.0               # 0: no clipping
     normalize_std: bool = True               # divide advantages by the group std
     drop_zero_variance: bool = False         # drop groups whose rewards are all equal
-    algorithm: str = 'at_grpo'               # a registered estimator (`training.advantages`): `at_grpo` (problem × turn × agent groups), `grpo`
+    algorithm: str = 'at_grpo'               # a registered estimator (`training.advantages`): `at_grpo` (problem × turn × agent groups), `grpo`,
+                                             # `dr_mas` (per-agent normalisation), `rloo` (leave-one-out), `gigpo` (anchor-state step groups)
+    gigpo_gamma: float = 0.95                # gigpo: discount of the step-level return-to-go
+    gigpo_step_weight: float = 1.0           # gigpo: weight ω of the step-level advantage (0: episode level only)
     full_finetune: bool = False              # train all weights instead of LoRA adapters
     lr_schedule: str = 'cosine'              # `cosine` (to 0 over total_training_steps) or `constant`
     lr_warmup_steps: int = 0

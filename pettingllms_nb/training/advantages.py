@@ -1,4 +1,4 @@
-"""Group-relative advantages from trace steps, with group keys that are explicit functions of (problem, turn, agent[, parent state]): GRPO groups by problem, AT-GRPO by agent and turn.
+"""Group-relative advantages from trace steps, with group keys that are explicit functions of (problem, turn, agent[, parent state]): GRPO groups by problem, AT-GRPO by agent and turn; Dr. MAS, RLOO and GiGPO registered beside them.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/training/advantages.html.md"""
 
@@ -6,19 +6,21 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/training/advantages.html.m
 
 # %% ../../nbs/training/080_advantages.ipynb #d2c951a1
 from __future__ import annotations
-import html, logging, math
+import hashlib, html, json, logging, math
 from collections import defaultdict
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
 from typing import Any, Callable, Iterable
 from ..core.rewards import KINDS
-from ..core.checks import register_choices
+from omegaconf import OmegaConf
+from ..core.checks import register_check, register_choices
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['ESTIMATORS', 'mix_rewards', 'terms_reward', 'GroupStats', 'group_stats', 'AdvantageStats', 'groups_table',
+__all__ = ['OPTIONS', 'ESTIMATORS', 'mix_rewards', 'terms_reward', 'GroupStats', 'group_stats', 'AdvantageStats', 'groups_table',
            'Advantages', 'zero_variance_advice', 'zero_variance_batches', 'group_advantages', 'grpo_key', 'at_grpo_key',
-           'is_tree', 'grpo', 'at_grpo']
+           'is_tree', 'grpo', 'at_grpo', 'Estimators', 'agent_key', 'dr_mas', 'rloo', 'anchor_state', 'gigpo',
+           'check_algorithm_mode']
 
 # %% ../../nbs/training/080_advantages.ipynb #80c3bb3b
 def _kinds_weights(kinds, weights) -> tuple[dict, dict]:
@@ -145,14 +147,18 @@ def groups_table(groups:list[GroupStats], max_rows:int=20) -> str:
 
 class Advantages(list):
     "Per-step advantages (a list, None = dropped), with the `groups` and batch `stats` they came from."
-    def __init__(self, values, groups:list[GroupStats], infra_steps:int=0):
+    def __init__(self, values, groups:list[GroupStats], infra_steps:int=0,
+                 episode_groups:list[GroupStats]|None=None):   # GiGPO's episode-level groups (members: rollouts)
         super().__init__(values)
         self.groups, self.stats = groups, AdvantageStats.from_groups(groups, infra_steps)
+        self.episode_groups = episode_groups
     def _repr_markdown_(self):
         s = self.stats
         return (f"**{s.groups} groups** of mean size {s.mean_group_size:.2f}, {s.zero_variance_groups} with zero variance, "
                 f"{s.dropped_steps} steps dropped"
-                + (f", {s.infra_steps} left out (infrastructure errors)" if s.infra_steps else '') + "\n\n" + groups_table(self.groups))
+                + (f", {s.infra_steps} left out (infrastructure errors)" if s.infra_steps else '') + "\n\n" + groups_table(self.groups)
+                + ("\n\nEpisode-level groups (one member per rollout):\n\n" + groups_table(self.episode_groups)
+                   if self.episode_groups else ''))
 
 # %% ../../nbs/training/080_advantages.ipynb #40ad3fdc
 def zero_variance_advice(stats:AdvantageStats) -> str:
@@ -185,15 +191,20 @@ def group_advantages(steps:Iterable,                # trace steps (a `Trace` or 
                     ) -> Advantages:
     "Advantages of `steps`, in their order, grouped by `key(step)`; see `group_stats` for the knobs."
     steps = list(steps)
-    groups = group_stats(steps, key, normalize_std, drop_zero_variance, eps, reward_fn, ddof)
-    values = [None] * len(steps)
-    for g in groups:
-        for i, a in zip(g.indices, g.advantages): values[i] = a
-    adv = Advantages(values, groups, sum(getattr(s, 'infra_error', None) is not None for s in steps))
+    return _advantages(steps, group_stats(steps, key, normalize_std, drop_zero_variance, eps, reward_fn, ddof))
+
+def _advantages(steps:list, groups:list, values:list|None=None, no_signal:bool|None=None, **kw) -> Advantages:
+    "`Advantages` of `steps` (values from `groups` unless given), logged; a batch without signal is said once, then counted."
+    if values is None:
+        values = [None] * len(steps)
+        for g in groups:
+            for i, a in zip(g.indices, g.advantages): values[i] = a
+    adv = Advantages(values, groups, sum(getattr(s, 'infra_error', None) is not None for s in steps), **kw)
     s = adv.stats
     _log.info("advantages: %d steps in %d groups (mean size %.2f), %d zero-variance, %d steps dropped, %d infra errors left out",
              s.steps, s.groups, s.mean_group_size, s.zero_variance_groups, s.dropped_steps, s.infra_steps)
-    if groups and s.zero_variance_groups == s.groups:
+    if no_signal is None: no_signal = bool(groups) and s.zero_variance_groups == s.groups
+    if no_signal:
         _NO_SIGNAL['batches'] += 1
         say = _log.warning if _NO_SIGNAL['batches'] == 1 else _log.debug   # said once; counted after that
         say("every one of the %d advantage groups has zero reward variance: this batch carries no learning "
@@ -239,5 +250,148 @@ def at_grpo(steps:Iterable,                # trace steps (a `Trace` or a list of
     tree = is_tree(steps) if tree is None else tree
     return group_advantages(steps, lambda s: at_grpo_key(s, tree), normalize_std, drop_zero_variance, eps, reward_fn, ddof)
 
-ESTIMATORS = {'at_grpo': at_grpo, 'grpo': grpo}   # training.algorithm: its allowed values, and what each runs
+# %% ../../nbs/training/080_advantages.ipynb #fb467d02
+OPTIONS = {'normalize_std': 'normalize_std', 'drop_zero_variance': 'drop_zero_variance'}   # what GRPO and AT-GRPO read
+
+class Estimators(dict):
+    "Name -> advantage estimator (`training.algorithm`'s allowed values), with the `training` keys each one reads."
+    def __init__(self):
+        super().__init__()
+        self.options, self.modes = {}, {}
+
+    def register(self, name:str,            # the value of `training.algorithm` that selects it
+                 fn:Callable,               # `fn(steps, **options) -> Advantages`
+                 options:dict|None=None,    # fn's parameter -> the `training` key it is read from (default `OPTIONS`)
+                 modes:tuple=('tree', 'independent'),  # the rollout modes (`training.rollout_mode`) it accepts
+                ) -> Callable:
+        "Register `fn` as estimator `name`; returns `fn`."
+        self[name], self.options[name], self.modes[name] = fn, dict(OPTIONS if options is None else options), tuple(modes)
+        return fn
+
+    def kwargs(self, training,             # the config's `training` section (a DictConfig, a dict or a `TrainingConfig`)
+               name:str|None=None,         # the estimator (None: `training.algorithm`)
+              ) -> dict:
+        "The keyword arguments estimator `name` takes from the `training` section."
+        get = training.get if hasattr(training, 'get') else lambda k: getattr(training, k)
+        return {p: get(k) for p, k in self.options[get('algorithm') if name is None else name].items()}
+
+ESTIMATORS = Estimators()   # training.algorithm: its allowed values, what each runs, and the keys it reads
+_ = ESTIMATORS.register('at_grpo', at_grpo), ESTIMATORS.register('grpo', grpo)
+
+# %% ../../nbs/training/080_advantages.ipynb #519ba7a3
+def agent_key(step) -> tuple:
+    "Dr. MAS's group: every sample of one problem by one agent (its turns together)."
+    return (step.problem_uid, step.role)
+
+def dr_mas(steps:Iterable,                # trace steps (a `Trace` or a list of `Step`s), any order
+           normalize_std:bool=True,       # divide by the agent's std (+eps), or only subtract its mean
+           drop_zero_variance:bool=False, # zero-variance groups: advantages None (dropped) or 0 (kept)
+           eps:float=1e-6,                # added to the std, >= 0
+           reward_fn:Callable|None=None,  # step -> reward, e.g. `terms_reward(...)`; default `step.reward`
+           ddof:int=0,                    # 0: population std; 1: sample std (verl)
+          ) -> Advantages:
+    "Dr. MAS advantages: every step normalised with the mean and std of its own agent's rewards on the same problem."
+    return group_advantages(steps, agent_key, normalize_std, drop_zero_variance, eps, reward_fn, ddof)
+
+# %% ../../nbs/training/080_advantages.ipynb #256c52d3
+def _leave_one_out(g:GroupStats, drop_zero_variance:bool) -> GroupStats:
+    "`g` with RLOO's advantages: each reward minus the mean of the others (0, or None if dropped, without variance)."
+    if g.zero_variance: adv = [None if drop_zero_variance else 0.0] * g.size   # a group of one is one too
+    else:
+        total = math.fsum(g.rewards)
+        adv = [r - (total - r) / (g.size - 1) for r in g.rewards]
+    return replace(g, advantages=adv, dropped=g.zero_variance and drop_zero_variance)
+
+def rloo(steps:Iterable,                # trace steps (a `Trace` or a list of `Step`s), any order
+         drop_zero_variance:bool=False, # zero-variance groups (and groups of one): advantages None (dropped) or 0
+         reward_fn:Callable|None=None,  # step -> reward, e.g. `terms_reward(...)`; default `step.reward`
+         tree:bool|None=None,           # key on the parent state too; None: `is_tree(steps)`
+        ) -> Advantages:
+    "RLOO advantages: each step's reward minus the mean of the other members of its AT-GRPO group (not scaled)."
+    steps = steps if hasattr(steps, 'meta') else list(steps)
+    tree = is_tree(steps) if tree is None else tree
+    groups = group_stats(steps, lambda s: at_grpo_key(s, tree), False, drop_zero_variance, reward_fn=reward_fn)
+    return _advantages(list(steps), [_leave_one_out(g, drop_zero_variance) for g in groups])
+
+# %% ../../nbs/training/080_advantages.ipynb #ce01f093
+def _state_name(x) -> str:
+    "A short exact name of a JSON-able state (long ones by their digest)."
+    s = json.dumps(x, sort_keys=True, default=str)
+    return s if len(s) <= 48 else 'sha1:' + hashlib.sha1(s.encode()).hexdigest()[:16]
+
+def anchor_state(steps                  # the steps (a `Trace`: its `roots` name the initial states)
+                ) -> Callable:          # step -> the name of the state its agent acted on
+    "GiGPO's anchor: the state a step acted on (its parent's `state_after` or the trace's root), else its prompt."
+    seen = {**{s.id: s.state_after for s in steps}, **getattr(steps, 'roots', {})}
+    def anchor(step) -> str:
+        state = seen.get(step.parent_id)
+        if state: return _state_name(state)
+        if step.prompt: return _state_name(step.prompt)
+        return 'step:' + step.id      # nothing known: a group of its own, so only the episode level speaks
+    return anchor
+
+# %% ../../nbs/training/080_advantages.ipynb #8a87e641
+def _returns(steps:list, idx:list, rewards:dict, gamma:float) -> tuple[dict, dict]:
+    "Rollouts `(problem, rollout, agent) -> [step positions]`, and each step's discounted return to its rollout's end."
+    rollouts, ret = defaultdict(list), {}
+    for i in idx: rollouts[(steps[i].problem_uid, steps[i].rollout_idx, steps[i].role)].append(i)
+    for ii in rollouts.values():
+        g = 0.0
+        for i in sorted(ii, key=lambda i: steps[i].turn_idx, reverse=True):
+            g = rewards[i] + gamma * g
+            ret[i] = g
+    return rollouts, ret
+
+# %% ../../nbs/training/080_advantages.ipynb #0558f0e9
+def gigpo(steps:Iterable,                # trace steps of independent rollouts (a `Trace` or a list of `Step`s)
+          normalize_std:bool=True,       # divide each level by its group's std (+eps), or only subtract the mean
+          drop_zero_variance:bool=False, # a step without signal at either level: advantage None (dropped) or 0
+          eps:float=1e-6,                # added to the std, >= 0
+          reward_fn:Callable|None=None,  # step -> reward, e.g. `terms_reward(...)`; default `step.reward`
+          ddof:int=0,                    # 0: population std; 1: sample std (verl)
+          gamma:float=0.95,              # discount of the step-level return-to-go
+          step_weight:float=1.0,         # ω: weight of the step-level advantage
+          anchor:Callable|None=None,     # step -> hashable anchor state; None: `anchor_state(steps)`
+         ) -> Advantages:
+    "GiGPO advantages: the rollout's episode-level GRPO advantage plus ω times a step-level one among same-state steps."
+    if is_tree(steps):
+        raise ValueError("gigpo: these steps were tree-sampled; GiGPO compares independent rollouts, so set "
+                         "training.rollout_mode=independent (tree sampling's sibling groups are at_grpo's)")
+    anchor = anchor_state(steps) if anchor is None else anchor
+    steps = list(steps)
+    scored = [i for i, s in enumerate(steps) if getattr(s, 'infra_error', None) is None]   # infra errors: in no group
+    rewards = dict(zip(scored, _rewards([steps[i] for i in scored], reward_fn)))
+    rollouts, ret = _returns(steps, scored, rewards, gamma)
+    by_problem = defaultdict(list)                      # (problem, agent) -> its rollouts
+    for k in rollouts: by_problem[(k[0], k[2])].append(k)
+    episodes, a_ep, flat_ep = [], {}, {}
+    for (uid, role), ks in by_problem.items():
+        g = _group(('episode', uid, role), [math.fsum(rewards[i] for i in rollouts[k]) for k in ks], [k[1] for k in ks],
+                   normalize_std, False, eps, ddof)
+        episodes.append(g)
+        for k, a in zip(ks, g.advantages):
+            for i in rollouts[k]: a_ep[i], flat_ep[i] = a, g.zero_variance
+    members = defaultdict(list)
+    for i in scored: members[('step', steps[i].problem_uid, steps[i].role, anchor(steps[i]))].append(i)
+    groups = []
+    for k, ii in members.items():
+        g = _group(k, [ret[i] for i in ii], ii, normalize_std, False, eps, ddof)
+        silent = g.zero_variance and all(flat_ep[i] for i in ii)    # no signal at either level
+        adv = [None if silent and drop_zero_variance else a_ep[i] + step_weight * a for i, a in zip(ii, g.advantages)]
+        groups.append(replace(g, advantages=adv, dropped=silent and drop_zero_variance))
+    no_signal = bool(groups) and all(g.zero_variance for g in groups + episodes)
+    return _advantages(steps, groups, no_signal=no_signal, episode_groups=episodes)
+
+# %% ../../nbs/training/080_advantages.ipynb #50e3a1b7
+_ = (ESTIMATORS.register('dr_mas', dr_mas), ESTIMATORS.register('rloo', rloo, {'drop_zero_variance': 'drop_zero_variance'}),
+     ESTIMATORS.register('gigpo', gigpo, {**OPTIONS, 'gamma': 'gigpo_gamma', 'step_weight': 'gigpo_step_weight'},
+                         modes=('independent',)))
 _ = register_choices('training.algorithm', tuple(ESTIMATORS))   # the config's checklist learns them from here (core.checks)
+
+@register_check('training.algorithm/rollout_mode')
+def check_algorithm_mode(cfg) -> list:
+    "Errors when `training.algorithm`'s estimator does not accept `training.rollout_mode`."
+    name, mode = OmegaConf.select(cfg, 'training.algorithm'), OmegaConf.select(cfg, 'training.rollout_mode')
+    ok, known = ESTIMATORS.modes.get(name), {m for ms in ESTIMATORS.modes.values() for m in ms}
+    if ok is None or mode in ok or mode not in known: return []   # an unknown name or mode: their own rules say so
+    return [f"training.rollout_mode={mode!r}: allowed values with training.algorithm={name!r} are {list(ok)}"]

@@ -130,7 +130,8 @@ def _micro_batches(rows:list, size:int, n:int) -> list:
     return [rows[k * size:(k + 1) * size] for k in range(n)]
 
 # %% ../../nbs/training/082_distributed.ipynb #170eb8f4
-def _micro_batch_loss(policy, adapter, mb:list, clip_ratio:float, kl_coef:float) -> tuple:
+def _micro_batch_loss(policy, adapter, mb:list, clip_ratio:float, kl_coef:float, clip_ratio_low:float|None=None,
+                      clip_ratio_high:float|None=None) -> tuple:
     "PPO-clip loss of the rows `mb` under `policy`'s `adapter`, its metrics, and the token mask `(loss, metrics, mask)`."
     import torch
     pids, cids = [r.prompt_ids for r in mb], [r.token_ids for r in mb]
@@ -142,7 +143,8 @@ def _micro_batch_loss(policy, adapter, mb:list, clip_ratio:float, kl_coef:float)
         with policy.adapter_disabled():
             ref, _ = policy.logprobs(pids, cids, temperature=mb[0].temperature, grad=False, padded=True)
     adv = torch.tensor([r.advantage for r in mb], dtype=lp.dtype, device=lp.device)
-    loss, m = ppo_loss(lp, old.to(lp.device), adv, mask.float(), clip_ratio=clip_ratio, ref_logprobs=ref, kl_coef=kl_coef)
+    loss, m = ppo_loss(lp, old.to(lp.device), adv, mask.float(), clip_ratio=clip_ratio, ref_logprobs=ref, kl_coef=kl_coef,
+                    clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high)
     return loss, m, mask
 
 # %% ../../nbs/training/082_distributed.ipynb #a7122df4
@@ -154,6 +156,8 @@ def update_unit(policy,                      # the policy holding the unit (`HFP
                 rows:list,                   # `UpdateRow`s: the unit's whole batch (or, with `sharded`, this rank's own)
                 *,
                 clip_ratio:float=0.2,        # PPO's clip range: a token's ratio is clipped to 1 ± clip_ratio
+                clip_ratio_low:float|None=None,   # DAPO's asymmetric clip: the floor 1 - this (None: clip_ratio)
+                clip_ratio_high:float|None=None,  # and the ceiling 1 + this (None: clip_ratio)
                 max_grad_norm:float=1.0,     # clip the gradient to this norm (0: no clipping; the norm is still reported)
                 micro_batch_size:int=64,     # rows per forward/backward pass
                 kl_coef:float=0.0,           # weight of the KL penalty to the model without adapters (0: no reference pass)
@@ -178,7 +182,8 @@ def update_unit(policy,                      # the policy holding the unit (`HFP
                 dummy = not mb   # a zero-weight pass on a dummy row keeps this rank in step with the others
                 sync = contextlib.nullcontext() if wrapper is None or k == n_mb - 1 else wrapper.no_sync()
                 with sync:
-                    loss, m, mask = _micro_batch_loss(policy, adapter, mb or [_DUMMY], clip_ratio, kl_coef)
+                    loss, m, mask = _micro_batch_loss(policy, adapter, mb or [_DUMMY], clip_ratio, kl_coef,
+                                                      clip_ratio_low, clip_ratio_high)
                     w = 0.0 if dummy else mask.sum().item() / total
                     (loss * w * world).backward()
                 for key, v in m.items(): agg[key] = agg.get(key, 0.0) + w * float(v)

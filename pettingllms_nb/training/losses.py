@@ -54,16 +54,21 @@ def ppo_loss(logprobs,                 # [B, T] log-probs of the sampled tokens 
              entropy=None,             # [B, T] per-token entropy of the policy
              entropy_coef:float=0.0,   # weight of the entropy bonus
              agg:str='token-mean',     # 'token-mean' or 'seq-mean-token-mean'
+             clip_ratio_low:float|None=None,   # DAPO's asymmetric clip: the ratio's floor is 1 - this (None: clip_ratio)
+             clip_ratio_high:float|None=None,  # and its ceiling 1 + this (None: clip_ratio; DAPO: 0.28)
             ) -> tuple[Any, dict]:
     "PPO-clip policy loss over masked tokens: `(loss, metrics)`."
     import torch
     _check_ppo_args(logprobs, old_logprobs, advantages, mask, clip_ratio, ref_logprobs, kl_coef, entropy, entropy_coef)
+    low, high = (clip_ratio if c is None else c for c in (clip_ratio_low, clip_ratio_high))
+    for name, c in (('clip_ratio_low', low), ('clip_ratio_high', high)):
+        if not c > 0: raise ValueError(f"ppo_loss: {name}={c!r}; expected a number > 0 (DAPO uses 0.2 low, 0.28 high)")
     on = mask.bool()
     zero = torch.zeros_like(logprobs)
     adv = (advantages[:, None] if advantages.dim() == 1 else advantages).to(logprobs.dtype)
     log_ratio = torch.where(on, logprobs - old_logprobs.to(logprobs.dtype), zero)   # padding: ratio 1, no overflow
     ratio = log_ratio.exp()
-    unclipped, clipped = -adv * ratio, -adv * ratio.clamp(1 - clip_ratio, 1 + clip_ratio)
+    unclipped, clipped = -adv * ratio, -adv * ratio.clamp(1 - low, 1 + high)
     pg_loss = masked_mean(torch.maximum(unclipped, clipped), mask, agg)
     loss, metrics = pg_loss, {'pg_loss': pg_loss}
     with torch.no_grad():

@@ -312,7 +312,8 @@ def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
     rows = rows_from_steps(steps, advs, temp, unit=unit.name)
     if not rows: return {f'{unit.name}/sequences': 0}
     m = update_unit(unit.policy, unit.adapter, unit.params(), unit.optimizer, unit.scheduler, rows,
-                    clip_ratio=t.clip_ratio, max_grad_norm=t.max_grad_norm, micro_batch_size=t.micro_batch_size,
+                    clip_ratio=t.clip_ratio, clip_ratio_low=t.clip_ratio_low, clip_ratio_high=t.clip_ratio_high,
+                    max_grad_norm=t.max_grad_norm, micro_batch_size=t.micro_batch_size,
                     kl_coef=t.kl_coef, dist=self.dist)
     return {f'{unit.name}/{k}': v for k, v in m.items()}
 
@@ -325,7 +326,7 @@ def train_step(self:Trainer) -> dict:
     canaries = self.check_sandbox(tr)      # a canary with the wrong verdict marks the whole batch
     self.check_infra(tr, 'training')       # too many infrastructure failures: stop, saying what failed
     t1 = time.perf_counter()
-    advs = ESTIMATORS[t.algorithm](tr.steps, normalize_std=t.normalize_std, drop_zero_variance=t.drop_zero_variance)
+    advs = ESTIMATORS[t.algorithm](tr.steps, **ESTIMATORS.kwargs(t))   # the `training` keys the estimator reads
     m = {'step': self.step + 1, **trace_metrics(tr, 'train'), **canaries, **advs.stats.as_dict(prefix='adv/')}
     for u in self.units:
         idx = [i for i, s in enumerate(tr.steps) if s.role in u.roles]
