@@ -91,3 +91,39 @@ def test_without_the_extra_the_relays_are_listed_with_the_extra_to_install(tmp_p
     rows = eval(out)
     assert set(rows) == {'pettingzoo_env', 'openenv_env'}
     assert all(r[2] == 'unavailable' and 'interop' in r[4] for r in rows.values()), rows
+
+
+@pytest.mark.parametrize('name', ['stateful_sudoku', 'search_env', 'tiny_sudoku'])
+def test_check_env_runs_the_round_trip_when_asked(name):
+    "check_env's `round_trip` (registered by interop.pettingzoo, never imported by the engine) passes on our environments."
+    pytest.importorskip('pettingzoo', reason="the round-trip check needs the [interop] extra (pip install -e '.[interop]')")
+    from pettingllms_nb.engine.check_env import check_env
+    report = check_env(name, extra_checks=['round_trip'])
+    assert report.ok and report.results[-1].name == 'round_trip' and 'the same' in report.results[-1].detail
+
+
+def test_check_env_round_trip_catches_a_difference(monkeypatch):
+    "A relay that reports other rewards fails the `round_trip` check, with the differences in its detail."
+    pytest.importorskip('pettingzoo', reason="the round-trip check needs the [interop] extra (pip install -e '.[interop]')")
+    from pettingllms_nb.interop import pettingzoo as pz
+    from pettingllms_nb.engine.check_env import check_env
+    step = pz.AECRemote.step
+    def lying(self, text, role):
+        obs = step(self, text, role)
+        return {**obs, 'last': {**obs['last'], 'reward': (obs['last']['reward'] or 0.0) + 1.0}}
+    monkeypatch.setattr(pz.AECRemote, 'step', lying)
+    report = check_env('stateful_sudoku', extra_checks=['round_trip'], raise_on_fail=False)
+    assert [r.name for r in report.failed] == ['round_trip'] and 'reward' in report.failed[0].detail
+
+
+def test_without_the_extra_check_env_says_what_to_install():
+    "Without pettingzoo, asking for the round trip is a failed check naming the [interop] extra, not an ImportError."
+    import subprocess, sys
+    code = ("import sys\n"
+            "sys.modules.update(pettingzoo=None, openenv=None)\n"
+            "from pettingllms_nb.engine.check_env import check_env\n"
+            "r = check_env('stateful_sudoku', extra_checks=['round_trip'], raise_on_fail=False)\n"
+            "print(repr([(x.name, x.ok, x.detail) for x in r.failed]))\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    failed = eval(out)
+    assert [f[0] for f in failed] == ['round_trip'] and "[interop]" in failed[0][2], failed

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio, contextlib, copy, html, json, logging, math, random, tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from ..core.registry import make_env, make_agent
+from ..core.registry import make_env, make_agent, registry
 from .policies import run_sync
 from .rollout import arollout, resolve_spec
 from .trace import Trace
 
 # %% auto #0
-__all__ = ['GARBAGE', 'CHECKS', 'CheckResult', 'EnvCheckError', 'EnvReport', 'check_env']
+__all__ = ['GARBAGE', 'CHECKS', 'OPTIONAL_CHECKS', 'CheckResult', 'EnvCheckError', 'EnvReport', 'register_env_check', 'check_env']
 
 # %% ../../nbs/engine/043_check_env.ipynb #11bc8e97
 GARBAGE = ["", None, "<script>alert('x')</script>", "#### [[[[[[", "#### " + "9" * 5000, "\x00\xff\ufffd",
@@ -143,6 +143,22 @@ CHECKS = {'determinism': _check_determinism, 'seeds_vary': _check_seeds_vary, 's
           'done_success': _check_done_success, 'trace_roundtrip': _check_trace, 'rewards_finite': _check_rewards,
           'no_infra_errors': _check_infra}
 
+# %% ../../nbs/engine/043_check_env.ipynb #ee1d52a0
+OPTIONAL_CHECKS = {}   # name -> check that `check_env` runs only when `extra_checks` names it (higher layers add theirs)
+
+def register_env_check(name:str   # the check's name in `check_env`'s report and in `extra_checks`
+                      ):
+    "Decorator: register `fn(ctx) -> (ok, detail)` as an optional check of `check_env` (run when `extra_checks` names it)."
+    def add(fn):
+        OPTIONAL_CHECKS[name] = fn
+        return fn
+    return add
+
+def _optional_check(name:str):
+    "The optional check `name`, after the registry's built-in modules (which register theirs) are imported; None if none."
+    if name not in OPTIONAL_CHECKS: registry.load()
+    return OPTIONAL_CHECKS.get(name)
+
 # %% ../../nbs/engine/043_check_env.ipynb #c40cf79e
 class _Ctx:
     def __init__(self, name, spec, seeds, worker, policy, probe_response):
@@ -171,6 +187,7 @@ def check_env(name:str,                         # a registered environment, or a
               turn_order=None,                  # the roles in order; None: the environment's or the preset's
               probe_response:str='#### ["U"]',  # what every role answers on a clone in `clone_independent`: best one it parses
               raise_on_fail:bool=True,          # raise `EnvCheckError` listing the failures; False: return the report anyway
+              extra_checks=(),                  # optional checks to run too, by name (`register_env_check`; e.g. 'round_trip')
               **env_kwargs                      # passed to the environment (and its rollouts)
              ) -> EnvReport:                    # one `CheckResult` per check that ran
     "Run every conformance check on environment (or preset) `name`; raise `EnvCheckError` listing failures."
@@ -184,6 +201,15 @@ def check_env(name:str,                         # a registered environment, or a
         report.results.append(CheckResult('rollout', False, f"{type(e).__name__}: {e}"))
     for cname, fn in CHECKS.items():
         if ctx.trace is None and cname in ('done_success', 'trace_roundtrip', 'rewards_finite', 'no_infra_errors'): continue
+        try: ok, detail = fn(ctx)
+        except Exception as e: ok, detail = False, f"{type(e).__name__}: {e}"
+        report.results.append(CheckResult(cname, bool(ok), detail))
+    for cname in extra_checks:
+        fn = _optional_check(cname)
+        if fn is None:
+            report.results.append(CheckResult(cname, False, f"no optional check {cname!r} is registered (registered: {sorted(OPTIONAL_CHECKS)}); "
+                                                    "'round_trip' comes with the [interop] extra: pip install -e '.[interop]'"))
+            continue
         try: ok, detail = fn(ctx)
         except Exception as e: ok, detail = False, f"{type(e).__name__}: {e}"
         report.results.append(CheckResult(cname, bool(ok), detail))

@@ -13,10 +13,11 @@ from fastcore.basics import patch
 from pettingzoo import AECEnv
 from ..core.registry import register_env
 from ..core.params import Param, declare_params
-from .session import TextSession, RelayEnv, plain, prompt_text
+from ..engine.check_env import register_env_check
+from .session import TextSession, RelayEnv, plain, prompt_text, check_round_trip
 
 # %% auto #0
-__all__ = ['TextSpace', 'TextObservation', 'PettingZooEnv', 'aec_env', 'AECRemote', 'PettingZooRelay']
+__all__ = ['TextSpace', 'TextObservation', 'PettingZooEnv', 'aec_env', 'AECRemote', 'PettingZooRelay', 'round_trip_check']
 
 # %% ../../nbs/interop/197_pettingzoo.ipynb #aaa0e86a
 class TextSpace(Text):
@@ -168,3 +169,16 @@ class PettingZooRelay(RelayEnv):
 
 declare_params(PettingZooRelay, aec=Param(str, doc="an AEC factory 'module:function', or one of our environments or presets"),
                aec_kwargs=Param(dict, optional=True, doc="the factory's keyword arguments"))
+
+# %% ../../nbs/interop/197_pettingzoo.ipynb #24253437
+@register_env_check('round_trip')
+def round_trip_check(ctx   # `check_env`'s context: the env's name, spec (turn order, arguments), seeds, policy, worker
+                    ) -> tuple:   # (ok, detail)
+    "`check_env`'s `round_trip`: the env through PettingZoo's AEC API and back into our engine, the same trace as directly."
+    s = ctx.spec
+    own = dict(turn_order=list(s.turn_order), max_turns=s.max_turns, **s.env_kwargs)
+    aec = {'aec': ctx.name, 'aec_kwargs': {**own, **({'worker': ctx.worker} if ctx.worker is not None else {})}}
+    direct, relayed, diff = check_round_trip(ctx.name, 'pettingzoo_env', aec, ctx.policy, seeds=ctx.seeds, env_kwargs=own,
+                                             worker=ctx.worker)
+    if diff: return False, f"through PettingZoo and back, {len(diff)} differences: " + '; '.join(diff[:3])
+    return True, f"{len(direct)} steps of {len(direct.episodes)} episodes: the same through PettingZoo and back into our engine"

@@ -373,11 +373,13 @@ def check_round_trip(name:str,         # our environment (or preset), as `rollou
                      seeds=(0, 1),     # the problems
                      mode:str='independent',  # 'independent' or 'tree' (the relay then replays into new remote episodes)
                      sample_num:int=1, # rollouts per seed, or branches per turn in tree mode
+                     env_kwargs:dict|None=None,  # our environment's arguments (`turn_order` too), for the direct run only: the remote takes its own in `relay_kwargs`
                      **kwargs          # more `rollout` arguments for both runs (`max_turns`, ...)
                     ) -> tuple:        # (direct trace, relayed trace, `round_trip_diff`)
     "Roll out `name` directly and through `relay_env`, on the same seeds and policy; returns both traces and what differs."
     if mode == 'tree': kwargs.setdefault('select', first_best)
-    direct = run_sync(arollout(name, policy, mode=mode, sample_num=sample_num, seeds=seeds, **kwargs))
+    direct = run_sync(arollout(name, policy, mode=mode, sample_num=sample_num, seeds=seeds,
+                             **(env_kwargs or {}), **kwargs))
     order = relay_roles(direct.meta['turn_order'])
     relayed = run_sync(arollout(relay_env, RelayPolicy(policy), mode=mode, sample_num=sample_num, seeds=seeds,
                                 turn_order=order, **relay_kwargs, **kwargs))
