@@ -169,7 +169,7 @@ DEMO_GAMES = {   # the games the demo trains on: a title, the presets of each sy
     'math': dict(title='math_env: generated word problems', single='tiny_math_single', pair='tiny_math',
                  lora='tiny_math_lora'),
     'code': dict(title='code_env: generated small functions', single='tiny_code_single', pair='tiny_code',
-                 lora='tiny_code_lora', steps=20),
+                 lora='tiny_code_lora', steps=30),
 }
 DEMO_ALIASES = {'search_env': 'search', 'alfworld_env': 'alfworld', 'web_env': 'web', 'math_env': 'math',
                 'code_env': 'code', 'stateful_plan_path': 'plan_path', 'stateful_sudoku': 'sudoku',
