@@ -127,6 +127,7 @@ BUILTINS = {
     # environments reached through the field's standards (the [interop] extra)
     'pettingllms_nb.interop.session': ('interop', [('env', 'openenv_env')]),
     'pettingllms_nb.interop.pettingzoo': ('interop', [('env', 'pettingzoo_env')]),
+    'pettingllms_nb.interop.reasoning_gym': ('interop', [('env', 'reasoning_gym_env'), ('agent', 'rg_tool'), ('agent', 'rg_reasoner'), ('agent', 'rg_single_agent'), ('scripted', 'reasoning_gym_env.oracle'), ('scripted', 'reasoning_gym_env.random')]),
     # data sources: each environment declares its own, in a module that imports none of its heavy parts
     'pettingllms_nb.envs.math.sources': (None, [('source', n) for n in (
         'aime24', 'aime25', 'olympiadbench', 'polaris', 'dapo', 'math_original')]),
