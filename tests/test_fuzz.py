@@ -310,8 +310,10 @@ def close_bases():
         if not isinstance(env, str): _close(env)
 
 def turn_orders(name:str) -> list:
-    "The env's default turn order, then each registered agent of it that is not in it, alone (single-agent baselines)."
-    default = tuple(make_env(name).default_turn_order)
+    """The env's default turn order, then each registered agent of it that is not in it, alone (single-agent baselines);
+    a relay (its agents are the remote's) is played with its relayed roles."""
+    env = make_env(name)
+    default = tuple(env.default_turn_order) or tuple(getattr(env, 'relayed_roles', tuple)())
     return [default] + [(r,) for r in registry.agents_for(name) if r not in default]
 
 def bounded(fn, seconds:float, what:str):

@@ -14,7 +14,7 @@ from pettingzoo import AECEnv
 from ..core.registry import register_env
 from ..core.params import Param, declare_params
 from ..engine.check_env import register_env_check
-from .session import TextSession, RelayEnv, plain, prompt_text, check_round_trip
+from .session import TextSession, RelayEnv, plain, prompt_text, check_round_trip, relay_roles
 
 # %% auto #0
 __all__ = ['TextSpace', 'TextObservation', 'PettingZooEnv', 'aec_env', 'AECRemote', 'PettingZooRelay', 'round_trip_check']
@@ -169,6 +169,14 @@ class PettingZooRelay(RelayEnv):
 
 declare_params(PettingZooRelay, aec=Param(str, doc="an AEC factory 'module:function', or one of our environments or presets"),
                aec_kwargs=Param(dict, optional=True, doc="the factory's keyword arguments"))
+
+# %% ../../nbs/interop/197_pettingzoo.ipynb #f7149f99
+@patch
+def relayed_roles(self:PettingZooRelay) -> list[str]:
+    "The AEC env's agents as relayed roles (`remote.<agent>`, registered on first use): the turn order to play it with."
+    aec = _factory(self.config['aec'])(**self.config['aec_kwargs'])
+    try: return relay_roles(list(aec.possible_agents))
+    finally: aec.close()
 
 # %% ../../nbs/interop/197_pettingzoo.ipynb #24253437
 @register_env_check('round_trip')
