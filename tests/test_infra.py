@@ -1,6 +1,6 @@
 """A rollout with a broken sandbox completes, with every affected step marked `infra_error` and none of them scored
 (issue 11), for every environment whose agents run programs, in both rollout modes; the healthy sandbox marks none."""
-import math
+import importlib.util, math
 from types import SimpleNamespace
 import pytest
 from pettingllms_nb.core.registry import registry
@@ -25,6 +25,8 @@ PROGRAM_ENVS = [('stateful_env', {'benchmark': 'plan_path'}, ['tool_call_agent',
                 ('math_env', {}, ['tool_generator', 'reasoning_generator']),
                 ('code_env', {}, ['code_generator', 'test_generator']),
                 ('code_env', {}, ['code_single_agent'])]
+if importlib.util.find_spec('reasoning_gym'):   # the [interop] extra's reasoning-gym: its tool agent's programs
+    PROGRAM_ENVS.append(('reasoning_gym_env', {'task': 'basic_arithmetic'}, ['rg_tool', 'rg_reasoner']))
 
 
 def test_every_environment_that_runs_programs_is_here():
