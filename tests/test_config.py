@@ -22,6 +22,7 @@ CODE_PRESETS = ['code_env', 'code_env_single', 'gpu_code_qwen3_1.7b_lora', 'tiny
 SEARCH_PRESETS = ['gpu_search_qwen3_1.7b_lora', 'search_env', 'search_env_single', 'tiny_search', 'tiny_search_lora',
                   'tiny_search_single']   # checked in test_search_env.py
 DATA_PRESETS = ['tiny_search_hotpotqa']   # presets that name a data source: checked in test_data_sources.py
+INTEROP_PRESETS = ['tiny_openenv']   # a relay to a remote: checked in test_interop_train.py
 ALFWORLD_PRESETS = ['alfworld', 'alfworld_single', 'gpu_alfworld_qwen3_1.7b_lora', 'gpu_alfworld_real_qwen3_1.7b_lora',
                     'tiny_alfworld', 'tiny_alfworld_lora', 'tiny_alfworld_single']   # checked in test_alfworld.py
 WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'tiny_web_shop_lora', 'tiny_web_shop_single', 'web_miniwob',
@@ -56,7 +57,7 @@ def errors(reg, overrides, preset='stateful_plan_path'):
 # -- presets -----------------------------------------------------------------------------------
 
 def test_list_presets():
-    assert list_presets() == sorted(PRESETS + MATH_PRESETS + CODE_PRESETS + SEARCH_PRESETS + ALFWORLD_PRESETS + WEB_PRESETS + DATA_PRESETS)
+    assert list_presets() == sorted(PRESETS + MATH_PRESETS + CODE_PRESETS + SEARCH_PRESETS + ALFWORLD_PRESETS + WEB_PRESETS + DATA_PRESETS + INTEROP_PRESETS)
 
 
 @pytest.mark.parametrize('name', PRESETS)

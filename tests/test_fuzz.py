@@ -313,7 +313,8 @@ def turn_orders(name:str) -> list:
     """The env's default turn order, then each registered agent of it that is not in it, alone (single-agent baselines);
     a relay (its agents are the remote's) is played with its relayed roles."""
     env = make_env(name)
-    default = tuple(env.default_turn_order) or tuple(getattr(env, 'relayed_roles', tuple)())
+    if hasattr(env, 'relayed_roles'): return [tuple(env.relayed_roles())]   # any `remote.<role>` may play a relay, but only its remote's can
+    default = tuple(env.default_turn_order)
     return [default] + [(r,) for r in registry.agents_for(name) if r not in default]
 
 def bounded(fn, seconds:float, what:str):

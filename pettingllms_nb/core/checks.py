@@ -161,8 +161,11 @@ def check_registry(cfg, registry:Registry|None=None) -> list:
         try: reg.get('env', env)
         except UnavailableError as err: return [f"env.name={env!r}: {err}; allowed values are the available environments {reg.names('env')}"]
         except RegistryError as err: return [f"env.name={env!r}: {err}"]
+    names = _agent_names(cfg)
+    provide = getattr(reg.get('env', env), 'provide_agents', None)   # an env whose roles are named by its config (a relay)
+    if provide is not None: provide(list(names.values()))             # registers them before they are looked up
     allowed, e = reg.agents_for(env), []
-    for k, n in _agent_names(cfg).items():
+    for k, n in names.items():
         if n not in allowed:
             e.append(f"agent_policy_configs.agent_configs.{k}.name={n!r}: not an agent registered for env {env!r}; "
                      f"allowed values are {allowed}{did_you_mean(n, allowed)}")

@@ -254,9 +254,10 @@ def names(self:Registry,
 def agents_for(self:Registry,
                env:str   # an environment's registered name
               ) -> list[str]:
-    "Agents registered for environment `env`."
+    "Agents registered for environment `env` (an agent's `env=` is a name, or a test `fn(env) -> bool` for agents of many)."
     self.load()
-    return sorted(n for n, e in self.entries['agent'].items() if e.available and e.meta.get('env') == env)
+    def plays_in(m): return m == env or (callable(m) and m(env))
+    return sorted(n for n, e in self.entries['agent'].items() if e.available and plays_in(e.meta.get('env')))
 
 @patch
 def scripted(self:Registry,

@@ -222,6 +222,11 @@ def make_state(self:RelayEnv, rng) -> RelayState:
 def is_success(self:RelayEnv) -> bool: return self.state.success
 @patch
 def is_terminal(self:RelayEnv) -> bool: return self.state.done
+@patch
+def end_turn(self:RelayEnv):
+    "End the turn; a remote that truncated its episode (its own turn cap, below ours) ends ours here too."
+    Env.end_turn(self)
+    if self.state.truncated: self.max_turns = min(self.max_turns, self.turn)
 @patch(as_prop=True)
 def problem_uid(self:RelayEnv) -> str: return self.state.problem_uid or f"{self.name}/seed={self.seed}"
 
@@ -261,15 +266,25 @@ class RelayAgent(Agent):
 
 declare_params(RelayAgent)   # the remote's agent holds the parameters; ours takes only the common ones
 
+def _is_relay(env:str) -> bool:
+    "Whether the registered environment `env` is a `RelayEnv` (the environments a relayed role plays in)."
+    try: return issubclass(registry.get('env', env), RelayEnv)
+    except Exception: return False
+
 def relay_roles(roles) -> list[str]:
     "Register a `RelayAgent` as `remote.<role>` for each of the remote's `roles` (once); returns those names in order."
     names = [relay_role(r) for r in roles]
     for n in names:
         if n not in registry.names('agent', available_only=False):
             cls = type('RelayAgent', (RelayAgent,), {'__module__': __name__, '__doc__': RelayAgent.__doc__})
-            registry.add('agent', n, cls, relay_of=remote_role(n))
+            registry.add('agent', n, cls, relay_of=remote_role(n), env=_is_relay)
             cls.role = n
     return names
+
+@patch(cls_method=True)
+def provide_agents(cls:RelayEnv, names):
+    "The registry's hook for a config's agents: its `remote.<role>` names are registered (`relay_roles`) before they are checked."
+    relay_roles([n for n in names if n.startswith(RELAY_PREFIX)])
 
 # %% ../../nbs/interop/196_session.ipynb #b991087b
 class OpenEnvRemote:
