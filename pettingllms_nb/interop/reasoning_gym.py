@@ -16,7 +16,7 @@ from ..core.parsing import FormatError, parse_window, printable, extract_program
 from ..core.rewards import RewardSpec, local, team, process
 from ..core.registry import register_env, register_agent, register_scripted
 from ..core.params import Param, declare_params
-from ..sandbox.program import arun_program, MAX_CODE_CHARS, INFRA_VERDICTS, OK_VERDICTS, normalise_verdict
+from ..sandbox.program import arun_tool_turn, earlier_answers, MAX_CODE_CHARS, INFRA_VERDICTS, OK_VERDICTS, normalise_verdict
 
 if importlib.util.find_spec('reasoning_gym') is None:   # the registry lists this module unavailable, naming the extra
     raise ImportError("reasoning_gym_env needs reasoning-gym, which is not installed: pip install -e '.[interop]'")
@@ -185,18 +185,7 @@ REASONING_INTRO = ("You are the reasoning agent. Solve the task below. A tool ag
 
 def _task(st): return f"Task:\n<task>\n{st.question}\n</task>\n\n"
 
-def _history(st, turn_idx:int) -> str:
-    n = min(turn_idx, max(len(st.tool_history), len(st.reasoning_history)))
-    if not n: return ''
-    lines = []
-    for i in range(max(0, n - 3), n):
-        t = st.tool_history[i] if i < len(st.tool_history) else None
-        r = st.reasoning_history[i] if i < len(st.reasoning_history) else None
-        parts = []
-        if t: parts.append("tool gave no answer" if t['answer'] is None else f"tool answer {clip(t['answer'], 200)!r}")
-        if r: parts.append("reasoner gave no answer" if r['answer'] is None else f"reasoner answer {clip(r['answer'], 200)!r}")
-        lines.append(f"- turn {i + 1}: " + '; '.join(parts))
-    return "Earlier turns (the two answers did not agree):\n" + '\n'.join(lines) + "\n\n"
+def _history(st, turn_idx:int) -> str: return earlier_answers(st, turn_idx, other='reasoner', width=200)
 
 def tool_prompt(st:ReasoningGymState,  # the shared state
                 turn_idx:int,          # the turn, from 0
@@ -268,19 +257,10 @@ def parse(self:RGToolAgent, response:str) -> str: return extract_program(respons
 
 @patch
 async def step(self:RGToolAgent, env, worker=None):
-    st = env.state
-    st.tool_code, st.tool_verdict, st.tool_output, st.tool_answer = self.current_action, None, None, None
-    if self.current_action is not None:
-        r = await arun_program(self.current_action, time_limit=self.time_limit, worker=worker)
-        st.tool_verdict, self.infra_error = r.verdict, r.infra_error
-        if r.ok: st.tool_output, st.tool_answer = clip(r.stdout.rstrip('\n')), tool_answer_of(r.stdout)
-        else:
-            shown = r.stderr or r.stdout or r.infra_error or ''
-            st.tool_output = f"ERROR ({r.verdict}):\n" + clip(shown.rstrip('\n'))
-    st.tool_history.append({'code': st.tool_code, 'verdict': st.tool_verdict, 'output': st.tool_output,
-                            'answer': st.tool_answer})
+    infra = await arun_tool_turn(env.state, self.current_action, tool_answer_of, self.time_limit, worker)
+    if self.current_action is not None: self.infra_error = infra
     _update_scores(env)
-    self.success = st.tool_score >= env.threshold
+    self.success = env.state.tool_score >= env.threshold
 
 register_agent("rg_tool", env="reasoning_gym_env")(RGToolAgent)
 declare_params(RGToolAgent, time_limit=Param(float, gt=0, le=600, doc='CPU seconds its program may run (default 5)'))

@@ -8,6 +8,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/sandbox/run_program.html.m
 from __future__ import annotations
 import asyncio, itertools, logging, os
 from dataclasses import dataclass, field
+from ..core.parsing import clip
 from ..core.registry import shared_worker
 from ..engine.policies import run_sync
 from .verdicts import VERDICTS, RunResult
@@ -16,8 +17,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['OK_VERDICTS', 'INFRA_VERDICTS', 'MAX_CODE_CHARS', 'TIME_LIMIT', 'CANARY_PROGRAMS', 'default_worker',
-           'normalise_verdict', 'ProgramResult', 'arun_program', 'run_program', 'CanaryReport', 'arun_canaries',
-           'run_canaries']
+           'normalise_verdict', 'ProgramResult', 'arun_program', 'run_program', 'arun_tool_turn', 'earlier_answers',
+           'CanaryReport', 'arun_canaries', 'run_canaries']
 
 # %% ../../nbs/sandbox/056_run_program.ipynb #2d923503
 OK_VERDICTS = ('OK', 'AC')     # ran to completion: no expected output was given (OK), or it matched (AC)
@@ -106,6 +107,44 @@ def run_program(code:str|bytes, # the model-written Python program
                ) -> ProgramResult:
     "`arun_program` from synchronous code (also inside a running event loop, such as a notebook cell)."
     return run_sync(arun_program(code, **kw))
+
+# %% ../../nbs/sandbox/056_run_program.ipynb #9f0f54d2
+async def arun_tool_turn(st,                 # a state with `tool_code`, `tool_verdict`, `tool_output`, `tool_answer`, `tool_history`
+                         code:str|None,      # the tool agent's program (None: its reply held none)
+                         answer_of,          # `fn(stdout) -> str|None`: the answer a program printed
+                         time_limit:float=5.0,
+                         worker=None,        # the sandbox worker (None: the shared one)
+                        ) -> str|None:       # the step's `infra_error` (None: the sandbox did its part)
+    "Run the tool agent's program; record its verdict, output (or error) and answer on `st`, and the turn in `tool_history`."
+    st.tool_code, st.tool_verdict, st.tool_output, st.tool_answer = code, None, None, None
+    infra = None
+    if code is not None:
+        r = await arun_program(code, time_limit=time_limit, worker=worker)
+        st.tool_verdict, infra = r.verdict, r.infra_error
+        if r.ok: st.tool_output, st.tool_answer = clip(r.stdout.rstrip('\n')), answer_of(r.stdout)
+        else: st.tool_output = f"ERROR ({r.verdict}):\n" + clip((r.stderr or r.stdout or r.infra_error or '').rstrip('\n'))
+    st.tool_history.append({'code': st.tool_code, 'verdict': st.tool_verdict, 'output': st.tool_output,
+                            'answer': st.tool_answer})
+    return infra
+
+def earlier_answers(st,                 # a state with `tool_history` and `reasoning_history` (each turn's `answer`)
+                    turn_idx:int,       # the turn being prompted
+                    other:str='reasoning',  # what the prompt calls the reasoning agent
+                    width:int|None=None,    # clip each answer to this many characters (None: as given)
+                   ) -> str:            # '' on the first turn
+    "The last three turns' answers of both agents, for a prompt: why they are asked again."
+    n = min(turn_idx, max(len(st.tool_history), len(st.reasoning_history)))
+    if not n: return ''
+    shown = (lambda a: repr(a)) if width is None else (lambda a: repr(clip(a, width)))
+    lines = []
+    for i in range(max(0, n - 3), n):
+        t = st.tool_history[i] if i < len(st.tool_history) else None
+        r = st.reasoning_history[i] if i < len(st.reasoning_history) else None
+        parts = []
+        if t: parts.append("tool gave no answer" if t['answer'] is None else f"tool answer {shown(t['answer'])}")
+        if r: parts.append(f"{other} gave no answer" if r['answer'] is None else f"{other} answer {shown(r['answer'])}")
+        lines.append(f"- turn {i + 1}: " + '; '.join(parts))
+    return "Earlier turns (the two answers did not agree):\n" + '\n'.join(lines) + "\n\n"
 
 # %% ../../nbs/sandbox/056_run_program.ipynb #6b6135bb
 CANARY_PROGRAMS = (   # (name, program, stdin, expected output, the verdict a healthy sandbox gives)

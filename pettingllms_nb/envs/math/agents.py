@@ -13,7 +13,7 @@ from ...core.parsing import FormatError, extract_boxed, extract_code, extract_pr
 from ...core.rewards import RewardSpec, local, team, process
 from ...core.registry import register_agent
 from ...sandbox import program as _program
-from ...sandbox.program import arun_program
+from ...sandbox.program import arun_tool_turn
 from .checker import MAX_ANSWER_CHARS, answer_text, explain_many
 from .prompts import tool_prompt, reasoning_prompt, single_prompt, compact_prompt
 from ...core.params import Param, declare_params
@@ -127,19 +127,10 @@ def parse(self:ToolGenerator, response:str) -> str:
 # %% ../../../nbs/envs/math/133_math_agents.ipynb #f131cacf
 @patch
 async def step(self:ToolGenerator, env, worker=None):
-    st = env.state
-    st.tool_code, st.tool_verdict, st.tool_output, st.tool_answer = self.current_action, None, None, None
-    if self.current_action is not None:
-        r = await arun_program(self.current_action, time_limit=self.time_limit, worker=worker)
-        st.tool_verdict, self.infra_error = r.verdict, r.infra_error
-        if r.ok: st.tool_output, st.tool_answer = clip(r.stdout.rstrip('\n')), tool_answer_of(r.stdout)
-        else:
-            shown = r.stderr or r.stdout or r.infra_error or ''
-            st.tool_output = f"ERROR ({r.verdict}):\n" + clip(shown.rstrip('\n'))
-    st.tool_history.append({'code': st.tool_code, 'verdict': st.tool_verdict, 'output': st.tool_output,
-                            'answer': st.tool_answer})
+    infra = await arun_tool_turn(env.state, self.current_action, tool_answer_of, self.time_limit, worker)
+    if self.current_action is not None: self.infra_error = infra
     await _update_checks(env)
-    self.success = st.tool_correct
+    self.success = env.state.tool_correct
 
 register_agent("tool_generator", env="math_env")(ToolGenerator)
 

@@ -7,7 +7,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/math/math_prompts.htm
 # %% ../../../nbs/envs/math/130_math_prompts.ipynb #ca1b33c0
 from __future__ import annotations
 from ...core.parsing import clip
-from ...sandbox.program import OK_VERDICTS, normalise_verdict
+from ...sandbox.program import OK_VERDICTS, normalise_verdict, earlier_answers
 from .state import MathState
 
 # %% auto #0
@@ -15,18 +15,7 @@ __all__ = ['TOOL_INTRO', 'ANSWER_FORMAT', 'REASONING_INTRO', 'COMPACT_OUTPUT', '
            'single_prompt', 'compact_output', 'compact_prompt']
 
 # %% ../../../nbs/envs/math/130_math_prompts.ipynb #99cd0cc7
-def _history(st:MathState, turn_idx:int) -> str:
-    n = min(turn_idx, max(len(st.tool_history), len(st.reasoning_history)))
-    if not n: return ''
-    lines = []
-    for i in range(max(0, n - 3), n):
-        t = st.tool_history[i] if i < len(st.tool_history) else None
-        r = st.reasoning_history[i] if i < len(st.reasoning_history) else None
-        parts = []
-        if t: parts.append("tool gave no answer" if t['answer'] is None else f"tool answer {t['answer']!r}")
-        if r: parts.append("reasoning gave no answer" if r['answer'] is None else f"reasoning answer {r['answer']!r}")
-        lines.append(f"- turn {i + 1}: " + '; '.join(parts))
-    return "Earlier turns (the two answers did not agree):\n" + '\n'.join(lines) + "\n\n"
+def _history(st:MathState, turn_idx:int) -> str: return earlier_answers(st, turn_idx)
 
 # %% ../../../nbs/envs/math/130_math_prompts.ipynb #e1632b3a
 TOOL_INTRO = ("You are the tool agent. Solve the maths problem below by writing a Python program that computes the "
