@@ -10,8 +10,8 @@ import argparse, json, logging, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DATA_DIR_HELP', 'seed_list', 'scripted_policy', 'ImportFailed', 'import_modules', 'add_data_parser', 'build_parser',
-           'main']
+__all__ = ['DATA_DIR_HELP', 'seed_list', 'scripted_policy', 'sft_policy', 'ImportFailed', 'import_modules', 'add_data_parser',
+           'build_parser', 'main']
 
 # %% ../nbs/cli/211_cli.ipynb #b9da3392
 def _cmd_registry(args):
@@ -138,6 +138,42 @@ def _cmd_eval(args):
     seeds = range(args.seed_start, args.seed_start + args.seeds) if args.seeds else None
     m = tr.evaluate(seeds=seeds, sample_num=_renamed_option(args, 'sample-num', '-k'), temperature=args.temperature)
     print(json.dumps(m, indent=1))
+    return 0
+
+def sft_policy(cfg, spec:str, model:str|None=None):
+    "The policy `sft --policy` names: an OpenAI-compatible server's URL, a checkpoint `train` wrote, or a scripted policy."
+    from pettingllms_nb.training.trainer import Trainer, is_checkpoint
+    if spec.startswith(('http://', 'https://')):
+        if not model: raise ValueError(f"--policy {spec}: a server needs --model NAME (the model it serves)")
+        from pettingllms_nb.models.openai import OpenAIPolicy
+        return OpenAIPolicy(base_url=spec, model=model, max_tokens=cfg.training.max_response_length)
+    if Path(spec).is_dir():
+        if not is_checkpoint(spec): raise ValueError(f"--policy {spec}: a directory but not a checkpoint; pass a <run>/checkpoints/step_NNNNNN folder")
+        import tempfile
+        tr = Trainer(cfg, out_dir=tempfile.mkdtemp(prefix='pllm-sft-'), progress=False)
+        tr.load_checkpoint(spec)
+        return tr.policies
+    return scripted_policy(cfg, spec)
+
+def _cmd_sft(args):
+    import random
+    from pettingllms_nb.core.config import load_config, train_seeds
+    from pettingllms_nb.data.preparation import write_atomic
+    from pettingllms_nb.training.trainer import successful_pairs, sft_base
+    cfg = load_config(args.config, args.overrides)
+    try: policy = sft_policy(cfg, args.policy, args.model)
+    except ValueError as e: return _refuse('sft', str(e))
+    seeds = train_seeds(random.Random(f"sft|{cfg.training.seed}"), args.seeds)   # training seeds: never a held-out one
+    sampling = None if args.temperature is None else {'temperature': args.temperature}
+    pairs, counts = successful_pairs(cfg, policy, seeds, sampling=sampling)
+    if not pairs: return _refuse('sft', f"--policy {args.policy} solved none of {counts['episodes']} episodes: nothing to fine-tune on")
+    out = Path(args.out)
+    path, losses = sft_base(cfg, pairs, out / 'model', base=args.base, steps=args.steps, lr=args.lr, progress=True)
+    summary = {**counts, 'policy': args.policy, 'steps': len(losses), 'loss_first': round(losses[0], 4),
+               'loss_last': round(losses[-1], 4), 'model': str(path)}
+    write_atomic(out / 'sft.json', json.dumps(summary, indent=1) + '\n')
+    print(json.dumps(summary, indent=1))
+    print(f"train from it: pettingllms-nb train {args.config} base_models.policy_0.path={path}")
     return 0
 
 # %% ../nbs/cli/211_cli.ipynb #cdda8a8a
@@ -275,6 +311,18 @@ def _add_run_parsers(sub, imp):
                    help="samples per problem (avg@k, pass@k; default: training.validate_sample_num)")
     s.add_argument("-k", type=int, default=None, dest="old_k", help=argparse.SUPPRESS)   # old spelling of --sample-num
     s.add_argument("--temperature", type=float, default=None); s.set_defaults(fn=_cmd_eval)
+    s = sub.add_parser("sft", parents=[imp], help="fine-tune a base on the episodes a policy solved (oracle, checkpoint or server)")
+    s.add_argument("config"); s.add_argument("overrides", nargs="*")
+    s.add_argument("--policy", default="oracle", help="a scripted policy (oracle, ...), a checkpoint directory, or an "
+                                                      "OpenAI-compatible server's URL (http://HOST:PORT/v1, with --model)")
+    s.add_argument("--model", default=None, help="the model name a server serves")
+    s.add_argument("--seeds", type=int, default=256, help="training problems played (default 256)")
+    s.add_argument("--temperature", type=float, default=None, help="sampling temperature of a model policy (default: the config's)")
+    s.add_argument("--base", default=None, help="the base to fine-tune (default: base_models.policy_0.path; 'tiny': a new tiny model)")
+    s.add_argument("--steps", type=int, default=None, help="supervised steps (default: training.warmstart_steps, else 200)")
+    s.add_argument("--lr", type=float, default=None, help="learning rate (default: training.warmstart_lr)")
+    s.add_argument("--out", default="outputs/sft", help="where the model and sft.json go (default outputs/sft)")
+    s.set_defaults(fn=_cmd_sft)
     s = sub.add_parser("convert-checkpoint", help="rewrite a checkpoint saved before Dec 2026 (its state a pickle) as JSON; "
                                                   "this unpickles it: only for a checkpoint you trust")
     s.add_argument("checkpoint", help="a <run>/checkpoints/step_NNNNNN folder"); s.set_defaults(fn=_cmd_convert_checkpoint)

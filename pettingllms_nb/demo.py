@@ -152,7 +152,7 @@ def run_anchors(out_dir="outputs/demo", seeds:int=100, quick:bool=False, games=N
 
 # %% ../nbs/cli/210_demo.ipynb #1b6e682b
 DEMO_GAMES = {   # the games the demo trains on: a title, the presets of each system, `steps` where not 80 (a
-                 # step of search, code or web costs 5-10 times one of the games: their K = 1 run stays near 15 minutes)
+                 # step of search or web costs 5-10 times one of the games: their K = 1 run stays under 15 minutes)
     'plan_path': dict(title='compact Plan-Path 4x4', single='tiny_plan_path_single', pair='tiny_plan_path',
                       lora='tiny_plan_path_lora'),
     'plan_path_tool': dict(title='Plan-Path 4x4 with board tools', single='tiny_plan_path_tool_single',
@@ -161,7 +161,7 @@ DEMO_GAMES = {   # the games the demo trains on: a title, the presets of each sy
     'sokoban': dict(title='compact Sokoban 5x5, one box', single='tiny_sokoban_single', pair='tiny_sokoban',
                     lora='tiny_sokoban_lora'),
     'search': dict(title='search_env: a generated encyclopedia of 16 people', single='tiny_search_single',
-                   pair='tiny_search', lora='tiny_search_lora', steps=20),
+                   pair='tiny_search', lora='tiny_search_lora', steps=60),
     'alfworld': dict(title='alfworld_env: small generated rooms', single='tiny_alfworld_single', pair='tiny_alfworld',
                      lora='tiny_alfworld_lora'),
     'web': dict(title='web_env: a tiny generated shop in text mode', single='tiny_web_shop_single', pair='tiny_web_shop',
@@ -169,7 +169,7 @@ DEMO_GAMES = {   # the games the demo trains on: a title, the presets of each sy
     'math': dict(title='math_env: generated word problems', single='tiny_math_single', pair='tiny_math',
                  lora='tiny_math_lora'),
     'code': dict(title='code_env: generated small functions', single='tiny_code_single', pair='tiny_code',
-                 lora='tiny_code_lora', steps=30),
+                 lora='tiny_code_lora'),
 }
 DEMO_ALIASES = {'search_env': 'search', 'alfworld_env': 'alfworld', 'web_env': 'web', 'math_env': 'math',
                 'code_env': 'code', 'stateful_plan_path': 'plan_path', 'stateful_sudoku': 'sudoku',

@@ -19,7 +19,7 @@ from ..engine.rollout import arollout
 from ..core.names import renamed_kwarg
 from ..engine.trace import Trace
 from ..data.sources import check_data
-from ..models.tiny import tiny_model, sft, save_tiny
+from ..models.tiny import tiny_model, sft, save_tiny, load_tiny
 from ..models.hub import hub_bars
 from ..sandbox.program import run_canaries
 from ..sandbox.runner import allow_unisolated
@@ -32,10 +32,11 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['STATE_FILE', 'OLD_STATE_FILE', 'SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs',
-           'warm_start_cache', 'warm_start_key', 'build_tiny_base', 'build_units', 'make_optimizer', 'trace_metrics',
-           'CachingWorker', 'credited_roles', 'check_credit', 'Trainer', 'InfraError', 'infra_summary',
-           'UnsafeCheckpoint', 'state_to_json', 'state_from_json', 'is_checkpoint', 'convert_checkpoint',
-           'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult', 'new_figure', 'plot_metrics']
+           'warm_start_cache', 'warm_start_key', 'build_tiny_base', 'successful_pairs', 'sft_base', 'build_units',
+           'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit', 'Trainer',
+           'InfraError', 'infra_summary', 'UnsafeCheckpoint', 'state_to_json', 'state_from_json', 'is_checkpoint',
+           'convert_checkpoint', 'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult', 'new_figure',
+           'plot_metrics']
 
 # %% ../../nbs/training/084_trainer.ipynb #97c12dbf
 @dataclass
@@ -142,6 +143,36 @@ def _model_path(cfg, path:str, out:Path, worker=None, progress:bool=False) -> st
     base = out / 'base'
     if not (base / 'config.json').exists(): build_tiny_base(cfg, base, worker=worker, progress=progress)
     return str(base)
+
+# %% ../../nbs/training/084_trainer.ipynb #967f6bc5
+def successful_pairs(cfg,              # the config whose environment and roles are played
+                     policy,           # any policy: a scripted one, `Trainer.policies`, an `OpenAIPolicy`, ...
+                     seeds,            # the problems played
+                     systems=None,     # lists of roles to play, each as its own system (None: the config's turn order)
+                     sampling:dict|None=None,   # sampling parameters over the config's (e.g. `{'temperature': 0}`)
+                     worker=None, seed:int=0) -> tuple[list, dict]:   # (pairs, counts)
+    "(prompt, completion) of every kept step of the episodes `policy` solved, per system; and how many were kept."
+    pairs, counts = [], {'episodes': 0, 'solved': 0, 'pairs': 0}
+    for roles in systems or [agent_roles(cfg)]:
+        tr = run_sync(arollout(cfg, policy, seeds=list(seeds), turn_order=list(roles), sampling=sampling, worker=worker, seed=seed))
+        won = {(e.problem_uid, e.rollout_idx) for e in tr.episodes if e.success}
+        counts['episodes'] += len(tr.episodes); counts['solved'] += len(won)
+        pairs += [(s.prompt, s.completion) for s in _in_play_order(tr)
+                  if (s.problem_uid, s.rollout_idx) in won and s.infra_error is None]
+    counts['pairs'] = len(pairs)
+    return pairs, counts
+
+def sft_base(cfg, pairs, path,       # the (prompt, completion) pairs, and where the fine-tuned base is saved
+             base=None,               # the base: a model directory (None: `cfg`'s `base_models.policy_0.path`; 'tiny': a new tiny model)
+             steps:int|None=None, lr:float|None=None, seed:int|None=None,   # None: `training.warmstart_*` and `training.seed`
+             progress:bool=False) -> tuple[Path, list]:   # (its directory, the loss of every step)
+    "Fine-tune a base on `pairs` with the warm start's `sft` and save it to `path` (a base `base_models.*.path` can name)."
+    t = cfg.training
+    src, seed = str(base or cfg.base_models.policy_0.path), t.seed if seed is None else seed
+    model, tok = tiny_model(seed=seed, **dict(t.tiny_model)) if src == 'tiny' else load_tiny(src)
+    losses = sft(model, tok, pairs, steps=steps or t.warmstart_steps or 200, lr=lr or t.warmstart_lr, seed=seed, progress=progress)
+    save_tiny(model, tok, path)
+    return Path(path), losses
 
 # %% ../../nbs/training/084_trainer.ipynb #433450cf
 def build_units(cfg, out:Path, worker=None,
