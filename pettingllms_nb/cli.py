@@ -200,7 +200,7 @@ def _cmd_demo(args):
         return 2
     run_demo(out_dir=args.out, episodes=args.episodes, seeds=args.seeds, game=args.game, quick=args.quick,
              steps=args.steps, anchors=not args.no_anchors, train=not args.no_train, workers=args.workers,
-             fresh=args.fresh)
+             fresh=args.fresh, estimators=args.compare_estimators)
     return 0
 
 # %% ../nbs/cli/211_cli.ipynb #83fd185f
@@ -358,6 +358,9 @@ def _add_service_parsers(sub, imp):
     s.add_argument("--no-anchors", action="store_true", help="skip the scripted anchors table")
     s.add_argument("--no-train", action="store_true", help="skip the training rows")
     s.add_argument("--fresh", action="store_true", help="run every job again (default: keep the rows a stopped run finished)")
+    s.add_argument("--compare-estimators", action="store_true",
+                   help="train the two-agent base with each advantage estimator (AT-GRPO, GRPO, Dr. MAS, RLOO, GiGPO, "
+                        "DAPO's filter and clip) instead of the six rows: one table, differences against AT-GRPO")
     s.add_argument("--quick", action="store_true", help="a smoke-sized run"); s.set_defaults(fn=_cmd_demo)
 
 # %% ../nbs/cli/211_cli.ipynb #ab390f4e

@@ -25,9 +25,9 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['GREEDY_WALK', 'NAKED_SINGLES', 'SMALL_SEARCH', 'HEURISTICS', 'SYSTEMS', 'GAMES', 'DEMO_GAMES', 'DEMO_ALIASES', 'GRPO',
-           'ROWS', 'COMPARISONS', 'SYSTEMS_TRAINED', 'STATEFUL_GAMES', 'heuristic_tool', 'adopting_planner',
-           'evaluate_system', 'format_table', 'run_anchors', 'demo_game', 'demo_systems', 'summarise',
-           'format_training_table', 'run_training', 'run_env_anchors', 'run_demo']
+           'ROWS', 'COMPARISONS', 'ESTIMATOR_ROWS', 'ESTIMATOR_COMPARISONS', 'SYSTEMS_TRAINED', 'STATEFUL_GAMES',
+           'heuristic_tool', 'adopting_planner', 'evaluate_system', 'format_table', 'run_anchors', 'demo_game',
+           'demo_systems', 'summarise', 'format_training_table', 'run_training', 'run_env_anchors', 'run_demo']
 
 # %% ../nbs/cli/210_demo.ipynb #6f08ad2f
 _PROGRAM_HEAD = "import json\nstate = json.loads(__STATE__)\n"
@@ -189,6 +189,17 @@ COMPARISONS = [   # (what, row, minus row): paired differences in the summary
     ('GRPO over no training, single agent', 'single agent + GRPO', 'single agent'),
     ('two agents + AT-GRPO over single agent + GRPO', 'two-agent system + AT-GRPO (shared policy)',
      'single agent + GRPO')]
+ESTIMATOR_ROWS = [   # `demo --compare-estimators`: one warm-started two-agent base, trained with each estimator (shared policy)
+    ('two-agent system', 'pair', None),
+    ('AT-GRPO', 'pair', []),
+    ('GRPO (trajectory-level groups)', 'pair', GRPO),
+    ('Dr. MAS (per-agent normalisation)', 'pair', ['training.algorithm=dr_mas']),
+    ('RLOO (leave-one-out)', 'pair', ['training.algorithm=rloo']),
+    ('GiGPO (episode + step-level groups)', 'pair', ['training.algorithm=gigpo', 'training.rollout_mode=independent']),
+    ('AT-GRPO + DAPO (dynamic filter, clip 0.2/0.28)', 'pair',
+     ['training.drop_zero_variance=true', 'training.clip_ratio_low=0.2', 'training.clip_ratio_high=0.28'])]
+ESTIMATOR_COMPARISONS = [('AT-GRPO over no training', 'AT-GRPO', 'two-agent system')] + [
+    (f"{name.split(' (')[0]} over AT-GRPO", name, 'AT-GRPO') for name, _, train in ESTIMATOR_ROWS[2:]]
 SYSTEMS_TRAINED = [['stateful_single_agent'], ['tool_call_agent', 'plan_agent']]   # the stateful games' two systems
 
 def demo_game(game:str) -> str:
@@ -318,18 +329,20 @@ def _environment(threads:int) -> dict:
             'peft': peft.__version__, 'machine': platform.machine(), 'cpu': cpu, 'torch_threads_per_process': threads}
 
 def summarise(results:list, game:str, test_seeds:list, seeds:list, steps:int, n_boot:int=10_000,
-              boot_seed:int=0) -> dict:
+              boot_seed:int=0,
+              rows_spec=None, comparisons=None) -> dict:   # the rows and paired differences (None: `ROWS`, `COMPARISONS`)
     "The summary of the rows' results: per row the mean, the 95% interval and each seed's numbers; the comparisons."
+    rows_spec, comparisons = rows_spec or ROWS, comparisons or COMPARISONS
     by = {(r['name'], r['seed']): r for r in results}
-    matrix = {name: [by[(name, s)]['successes'] for s in seeds] for name, *_ in ROWS}
+    matrix = {name: [by[(name, s)]['successes'] for s in seeds] for name, *_ in rows_spec}
     rows = {}
-    for name, *_ in ROWS:
+    for name, *_ in rows_spec:
         iv = interval(matrix[name], n_boot=n_boot, seed=boot_seed)
         rows[name] = {'success_rate': round(iv.mean, 4), 'ci95': [round(iv.lo, 4), round(iv.hi, 4)],
                       'per_seed': {str(s): {**by[(name, s)]['metrics'], 'successes': by[(name, s)]['successes']}
                                    for s in seeds}}
     diffs = {}
-    for what, a, b in COMPARISONS:
+    for what, a, b in comparisons:
         d = difference(matrix[a], matrix[b], n_boot=n_boot, seed=boot_seed)
         diffs[what] = {'row': a, 'minus': b, 'difference': round(d.mean, 4), 'ci95': [round(d.lo, 4), round(d.hi, 4)]}
     return {'game': game, 'title': DEMO_GAMES[game]['title'], 'model': 'tiny char-level Qwen3 (~90k parameters)',
@@ -353,11 +366,11 @@ def format_training_table(summary:dict) -> str:
     return '\n'.join([head, *rows, '', "| paired difference | points | 95% interval |", "|---|---:|---:|", *diffs])
 
 # %% ../nbs/cli/210_demo.ipynb #f95261a2
-def _plot_curves(results:list, summary:dict, path):
+def _plot_curves(results:list, summary:dict, path, rows_spec=None):
     "Curves of the trained rows and every row's interval, written to `path` (pyplot and the backend untouched)."
     fig = new_figure(figsize=(16, 3.8))
     axs = fig.subplots(1, 3)
-    for name, _, train in ROWS:
+    for name, _, train in rows_spec or ROWS:
         if train is None: continue
         hists = [r['curve'] for r in results if r['name'] == name and r['curve']]
         for ax, pick in ((axs[0], lambda h: h.get('val/success_rate')),
@@ -393,7 +406,8 @@ def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100,
                  quick:bool=False, threads:int=1,
                  workers:int|None=None,  # processes for the jobs; default: one per core, at most 3
                  n_boot:int=10_000,
-                 fresh:bool=False) -> dict:  # run every job again, even those a previous run kept in `out_dir`
+                 fresh:bool=False,  # run every job again, even those a previous run kept in `out_dir`
+                 rows_spec=None, comparisons=None) -> dict:   # the rows and differences (None: `ROWS`, `COMPARISONS`)
     "Train and score every row of `game` with `seeds` training seeds; write summary.json, table.md, curves.png."
     game = demo_game(game)
     if not isinstance(seeds, int) or seeds < 1: raise ValueError(f"run_training: seeds={seeds!r}; expected >= 1")
@@ -416,20 +430,20 @@ def run_training(out_dir="outputs/demo", game:str='plan_path', episodes:int=100,
     t_bases = round(time.perf_counter() - t1, 1)
     jobs = [(name, s, presets[system], train, common + [f'training.seed={s}', f'base_models.policy_0.path={bases[s]}'],
              str(_rows_dir(out, name, s)), test_seeds, False, threads)
-            for name, system, train in sorted(ROWS, key=lambda r: (r[2] is None, r[2] == GRPO)) for s in seed_list]
+            for name, system, train in sorted(rows_spec or ROWS, key=lambda r: (r[2] is None, r[2] == GRPO)) for s in seed_list]
     results = _run_counted(_run_row, jobs, workers, "demo rows, training steps", not quick,
                            steps * sum(j[3] is not None for j in jobs))
     kept = sorted(f"{r['name']} / seed {r['seed']}" for r in results if r.get('kept'))
     if kept: print(f"Kept {len(kept)} of {len(jobs)} rows from an earlier run in {out} (--fresh runs them again)")
     raw = [{k: v for k, v in r.items() if k not in ('seconds', 'kept')} for r in results]   # every job's numbers and curve
     (out / 'runs' / 'results.json').write_text(json.dumps(raw) + '\n')
-    summary = summarise(results, game, test_seeds, seed_list, steps, n_boot=n_boot)
+    summary = summarise(results, game, test_seeds, seed_list, steps, n_boot=n_boot, rows_spec=rows_spec, comparisons=comparisons)
     summary['environment'] = _environment(threads)
     table = format_training_table(summary)
     summary['table'] = table
     (out / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
     (out / 'table.md').write_text(table + '\n')
-    _plot_curves(results, summary, out / 'curves.png')
+    _plot_curves(results, summary, out / 'curves.png', rows_spec)
     timing = {'date': time.strftime('%Y-%m-%d %H:%M:%S %z'), 'seconds': round(time.perf_counter() - t0, 1),
               'warm_starts_seconds': t_bases, 'workers': workers, 'cpu_count': os.cpu_count(), 'load_average_start': load0,
               'load_average_end': os.getloadavg(), 'jobs': {f"{r['name']} / seed {r['seed']}": r['seconds'] for r in results},
@@ -462,9 +476,16 @@ def run_env_anchors(out_dir, game:str, seeds:int=100, quick:bool=False) -> dict:
     return summary
 
 def run_demo(out_dir=None, episodes:int=100, quick:bool=False, steps:int|None=None, anchors:bool=True,
-             train:bool=True, workers:int|None=None, seeds:int=1, game:str='plan_path', fresh:bool=False) -> dict:
+             train:bool=True, workers:int|None=None, seeds:int=1, game:str='plan_path', fresh:bool=False,
+             estimators:bool=False) -> dict:   # train the two-agent base with each estimator (`ESTIMATOR_ROWS`) instead
     "The README's main job: anchors (scripted systems), then GRPO / AT-GRPO training of a tiny model; returns the summary."
     game = demo_game(game)
+    if estimators:
+        out_dir = out_dir or f'outputs/estimators_{game}'
+        summary = run_training(out_dir, game=game, episodes=episodes, seeds=seeds, steps=steps, quick=quick,
+                               workers=workers, fresh=fresh, rows_spec=ESTIMATOR_ROWS, comparisons=ESTIMATOR_COMPARISONS)
+        print(f"Saved to {Path(out_dir).resolve()}: summary.json, table.md, curves.png, timing.json")
+        return {'training': summary}
     out_dir = out_dir or ('outputs/demo' if game == 'plan_path' else f'outputs/demo_{game}')
     out = {}
     if anchors: out['anchors'] = (run_anchors(out_dir, seeds=episodes, quick=quick) if game in STATEFUL_GAMES

@@ -246,3 +246,25 @@ def test_the_demo_bar_counts_training_steps_across_processes(capsys):
     seen = []
     demo._run_counted(lambda ticks: seen.append(ticks), [()], 1, 'quiet', False, 1)
     assert seen == [None] and capsys.readouterr().err == ''   # no bar: the jobs get no queue
+
+
+@pytest.mark.parametrize('game', ['plan_path', 'sudoku', 'search'])
+def test_every_estimator_row_is_a_valid_config(game):
+    "`demo --compare-estimators`: each estimator's overrides load on the game's two-agent preset (GiGPO with independent rollouts)."
+    from pettingllms_nb.core.config import load_config
+    from pettingllms_nb.demo import ESTIMATOR_ROWS, ESTIMATOR_COMPARISONS
+    algos = [load_config(DEMO_GAMES[game]['pair'], train or []).training.algorithm for _, _, train in ESTIMATOR_ROWS]
+    assert algos == ['at_grpo', 'at_grpo', 'grpo', 'dr_mas', 'rloo', 'gigpo', 'at_grpo']
+    names = [n for n, *_ in ESTIMATOR_ROWS]
+    assert all(a in names and b in names for _, a, b in ESTIMATOR_COMPARISONS) and len(ESTIMATOR_COMPARISONS) == len(names) - 1
+
+
+def test_the_estimator_bench_writes_one_table(tmp_path, monkeypatch):
+    from pettingllms_nb.cli import main
+    from pettingllms_nb.demo import ESTIMATOR_ROWS, ESTIMATOR_COMPARISONS
+    monkeypatch.setenv('PETTINGLLMS_NB_CACHE', str(tmp_path / 'cache'))
+    assert main(['demo', '--compare-estimators', '--quick', '--workers', '1', '--out', str(tmp_path / 'e')]) == 0
+    s = json.loads((tmp_path / 'e' / 'summary.json').read_text())
+    assert list(s['rows']) == [n for n, *_ in ESTIMATOR_ROWS] and list(s['differences']) == [w for w, *_ in ESTIMATOR_COMPARISONS]
+    trained = [r for r in s['rows'].values() if r['per_seed']['0'].get('trained_steps')]
+    assert len(trained) == len(ESTIMATOR_ROWS) - 1 and (tmp_path / 'e' / 'curves.png').exists()
