@@ -163,7 +163,7 @@ def check_registry(cfg, registry:Registry|None=None) -> list:
         except RegistryError as err: return [f"env.name={env!r}: {err}"]
     names = _agent_names(cfg)
     provide = getattr(reg.get('env', env), 'provide_agents', None)   # an env whose roles are named by its config (a relay)
-    if provide is not None: provide(list(names.values()))             # registers them before they are looked up
+    if provide is not None: provide(list(names.values()), reg)        # registers them (in `reg`) before they are looked up
     allowed, e = reg.agents_for(env), []
     for k, n in names.items():
         if n not in allowed:

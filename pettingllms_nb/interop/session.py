@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from ..core.agent import Agent, atake_turn, run_sync, InfrastructureError, prompt_messages
 from ..core.env import Env, ReplayClone
 from ..core.state import EnvState
-from ..core.registry import registry, make_env, make_agent, register_env
+from ..core.registry import Registry, registry, make_env, make_agent, register_env
 from ..core.params import Param, declare_params
 from ..engine.policies import Policy, ScriptedPolicy
 from ..engine.rollout import resolve_spec, release, arollout
@@ -271,20 +271,20 @@ def _is_relay(env:str) -> bool:
     try: return issubclass(registry.get('env', env), RelayEnv)
     except Exception: return False
 
-def relay_roles(roles) -> list[str]:
-    "Register a `RelayAgent` as `remote.<role>` for each of the remote's `roles` (once); returns those names in order."
-    names = [relay_role(r) for r in roles]
+def relay_roles(roles, reg:Registry|None=None) -> list[str]:
+    "Register a `RelayAgent` as `remote.<role>` for each of the remote's `roles` (once, in `reg`, default the global registry); returns those names in order."
+    reg, names = registry if reg is None else reg, [relay_role(r) for r in roles]
     for n in names:
-        if n not in registry.names('agent', available_only=False):
+        if n not in reg.names('agent', available_only=False):
             cls = type('RelayAgent', (RelayAgent,), {'__module__': __name__, '__doc__': RelayAgent.__doc__})
-            registry.add('agent', n, cls, relay_of=remote_role(n), env=_is_relay)
+            reg.add('agent', n, cls, relay_of=remote_role(n), env=_is_relay)
             cls.role = n
     return names
 
 @patch(cls_method=True)
-def provide_agents(cls:RelayEnv, names):
-    "The registry's hook for a config's agents: its `remote.<role>` names are registered (`relay_roles`) before they are checked."
-    relay_roles([n for n in names if n.startswith(RELAY_PREFIX)])
+def provide_agents(cls:RelayEnv, names, registry:Registry|None=None):
+    "The registry's hook for a config's agents: its `remote.<role>` names are registered (`relay_roles`) in `registry` before they are checked."
+    relay_roles([n for n in names if n.startswith(RELAY_PREFIX)], registry)
 
 # %% ../../nbs/interop/196_session.ipynb #b991087b
 class OpenEnvRemote:
