@@ -350,7 +350,8 @@ def _add_service_parsers(sub, imp):
     s.add_argument("--out", default=None, help="output folder (default: outputs/demo, or outputs/demo_GAME)")
     s.add_argument("--game", default="plan_path",
                    help="what the rows train on: plan_path (compact), plan_path_tool (with board tools), sudoku, sokoban, "
-                        "search, alfworld, web, math, code (or an environment's name: search_env, ...)")
+                        "search, alfworld, web (the shop), web_forms (MiniWoB++ in text mode), math, code (or an environment's name: "
+                        "search_env, ...)")
     s.add_argument("--seeds", type=int, default=1, help="training seeds per row: the table gives mean and 95%% interval")
     s.add_argument("--episodes", type=int, default=100, help="held-out episodes every row is scored on")
     s.add_argument("--steps", type=int, default=None, help="training steps per trained row (default: the game's, 80 for most)")

@@ -166,6 +166,8 @@ DEMO_GAMES = {   # the games the demo trains on: a title, the presets of each sy
                      lora='tiny_alfworld_lora'),
     'web': dict(title='web_env: a tiny generated shop in text mode', single='tiny_web_shop_single', pair='tiny_web_shop',
                 lora='tiny_web_shop_lora', steps=20),
+    'web_forms': dict(title="web_env: MiniWoB++'s click-button, click-option and enter-text in text mode",
+                      single='tiny_web_forms_single', pair='tiny_web_forms', lora='tiny_web_forms_lora', steps=60),
     'math': dict(title='math_env: generated word problems', single='tiny_math_single', pair='tiny_math',
                  lora='tiny_math_lora'),
     'code': dict(title='code_env: generated small functions', single='tiny_code_single', pair='tiny_code',

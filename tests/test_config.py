@@ -25,8 +25,8 @@ DATA_PRESETS = ['tiny_search_hotpotqa']   # presets that name a data source: che
 INTEROP_PRESETS = ['tiny_openenv']   # a relay to a remote: checked in test_interop_train.py
 ALFWORLD_PRESETS = ['alfworld', 'alfworld_single', 'gpu_alfworld_qwen3_1.7b_lora', 'gpu_alfworld_real_qwen3_1.7b_lora',
                     'tiny_alfworld', 'tiny_alfworld_lora', 'tiny_alfworld_single']   # checked in test_alfworld.py
-WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'tiny_web_shop_lora', 'tiny_web_shop_single', 'web_miniwob',
-               'web_shop', 'web_shop_single']   # test_web.py
+WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_forms', 'tiny_web_forms_lora', 'tiny_web_forms_single',
+               'tiny_web_shop', 'tiny_web_shop_lora', 'tiny_web_shop_single', 'web_miniwob', 'web_shop', 'web_shop_single']   # test_web.py
 
 
 class StandInEnv(Env):
@@ -384,7 +384,10 @@ EXTRA_CATALOGUE = [
     ('web_env', 'tiny_web_shop', ['env.split=dev'], "env.split='dev'", "allowed values are ['train', 'test']"),
     ('web_env', 'tiny_web_shop', ['env.kwargs.backend=chromium'], "env.kwargs.backend='chromium'",
      "allowed values are ['text', 'browser']"),
-    ('web_env', 'tiny_web_shop', ['env.kwargs.family=miniwob'], "env.kwargs.backend='text'", "MiniWoB++ pages run scripts"),
+    ('web_env', 'tiny_web_shop', ['env.kwargs.family=miniwob'], "env.kwargs.catalogue='tiny-0'",
+     "not a parameter of family='miniwob'"),
+    ('web_env', 'tiny_web_forms', ['env.kwargs.tasks=[click-tab]'], "env.kwargs.tasks=['click-tab']",
+     "are not in text mode's pages (the others run scripts: backend='browser')"),
     ('web_env', 'web_miniwob', ['env.kwargs.tasks=[click-moon]'], "env.kwargs.tasks=['click-moon']",
      'are not in the documented MiniWoB++ subset; allowed are tasks of'),
     ('web_env', 'tiny_web_shop', ['env.kwargs.catalogue=webshop-small'], "env.kwargs.catalogue='webshop-small'",

@@ -271,8 +271,8 @@ def test_miniwob_oracle_solves_the_subset():
 
 
 # -- presets ------------------------------------------------------------------------------------------------------------
-WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_shop', 'tiny_web_shop_lora', 'tiny_web_shop_single', 'web_miniwob',
-               'web_shop', 'web_shop_single']
+WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_forms', 'tiny_web_forms_lora', 'tiny_web_forms_single',
+               'tiny_web_shop', 'tiny_web_shop_lora', 'tiny_web_shop_single', 'web_miniwob', 'web_shop', 'web_shop_single']
 TINY_WEB = ['tiny_web_shop', 'tiny_web_shop_single', 'tiny_web_shop_lora']
 
 @pytest.mark.parametrize('name', WEB_PRESETS)
@@ -283,13 +283,18 @@ def test_presets_load(name):
     assert cfg.env.name == 'web_env' and cfg.training.experiment_name == name
     assert agent_roles(cfg) == (['web_single_agent'] if name.endswith('_single') else ['web_navigator', 'web_verifier'])
     assert kw['backend'] == ('browser' if 'miniwob' in name else 'text')
+    assert kw['family'] == ('miniwob' if 'miniwob' in name or 'forms' in name else 'shop')
     if name.startswith('gpu_'):      # the reference's AT-GRPO settings, one LoRA adapter per agent
         t = cfg.training
         assert (t.total_training_steps, t.train_batch_size, t.train_sample_num, t.lr, t.clip_ratio) == (200, 32, 8, 5e-6, 0.2)
         assert (cfg.specialization, cfg.lora_rank, cfg.lora_alpha, t.device) == ('lora', 16, 32, 'cuda')
         assert {r: p['adapter'] for r, p in agent_policies(cfg).items()} == {'web_navigator': 'web_navigator', 'web_verifier': 'web_verifier'}
         assert cfg.base_models.policy_0.path.startswith('Qwen/Qwen3-')
-    if name.startswith('tiny_'):
+    if name.startswith('tiny_web_forms'):   # MiniWoB++'s pages in text mode: one or two oracle turns, short replies
+        t = cfg.training
+        assert cfg.base_models.policy_0.path == 'tiny' and kw['prompt_style'] == 'compact' and 'catalogue' not in kw
+        assert cfg.env.max_turns == 4 and t.max_response_length == 24 and t.warmstart_steps > 0
+    elif name.startswith('tiny_'):
         t = cfg.training
         assert cfg.base_models.policy_0.path == 'tiny' and kw['prompt_style'] == 'compact' and kw['catalogue'] == 'tiny-0'
         assert cfg.env.max_turns <= 8 and t.max_response_length == 32 and t.warmstart_steps > 0
@@ -378,3 +383,61 @@ def test_compact_garbage_is_a_format_error(role):
 
 class _Req:
     def __init__(self, role, text, problem_uid): self.role, self.text, self.problem_uid = role, text, problem_uid
+
+
+# -- MiniWoB++ tasks in text mode (the tiny_web_forms presets) ----------------------------------------------------------
+FORMS = ['tiny_web_forms', 'tiny_web_forms_single']
+
+@pytest.mark.parametrize('name', FORMS)
+def test_forms_oracle_solves_every_heldout_page_and_random_rarely_does(name):
+    "60 held-out pages (20 of each task): the oracle solves all in one or two turns; random actions solve few."
+    held_out = range(1_000_000, 1_000_060)
+    good, bad = _tiny_rollout(name, oracle_policy, held_out), _tiny_rollout(name, random_policy, held_out)
+    assert len({e.problem_uid for e in good.episodes}) == 60 and {e.problem_uid.split('/')[2] for e in good.episodes} == {
+        'click-button', 'click-option', 'enter-text'}
+    assert all(e.success for e in good.episodes) and max(e.turns for e in good.episodes) <= 2
+    assert sum(e.success for e in bad.episodes) <= 12
+
+
+def test_forms_pages_are_seeded_and_held_out_pages_differ_from_training_ones():
+    from pettingllms_nb.envs.web.shop import FORM_TASKS, form_session
+    assert form_session('a', 'click-button', 7).choices == form_session('b', 'click-button', 7).choices
+    train = {(t, tuple(form_session('x', t, s).choices), form_session('x', t, s).target) for t in FORM_TASKS for s in range(200)}
+    test = {(t, tuple(form_session('x', t, s).choices), form_session('x', t, s).target)
+            for t in FORM_TASKS for s in range(1_000_000, 1_000_200)}
+    assert len(train) > 500 and len(test - train) > 0.8 * len(test)   # enter-text draws from 580 texts
+
+
+def test_a_wrong_button_is_a_wrong_answer_and_the_verifier_can_stop_it():
+    "click-button: the single agent's wrong press ends the episode unsolved (reward 0); with the verifier, a rejected wrong"
+    " press changes nothing, and the right one then wins."
+    env = WebEnv(family='miniwob', tasks='click-button', prompt_style='compact')
+    env.reset(3)
+    buttons = [n for n in env.driver.observe().nodes if n['role'] == 'button']
+    right = next(n for n in buttons if n['name'] == env.driver.session.target)
+    wrong = next(n for n in buttons if n['name'] != right['name'])
+    nav, ver, single = (make_agent(r, env='web_env') for r in ('web_navigator', 'web_verifier', 'web_single_agent'))
+    take_turn(single, env, f"click({wrong['id']})")
+    assert env.state.finished and env.state.reward == 0.0 and not env.is_success()
+    env.reset(3)
+    take_turn(nav, env, f"click({wrong['id']})")
+    assert env.state.pending is not None and env.state.pending_ok is False and not env.state.finished
+    take_turn(ver, env, "reject: wrong label")
+    assert not env.state.finished and env.state.note == 'wrong label' and ver.judged is True
+    take_turn(nav, env, f"click({right['id']})")
+    take_turn(ver, env, "approve")
+    assert env.is_success() and env.state.reward == 1.0
+
+
+def test_forms_sessions_end_with_their_episodes_in_tree_mode():
+    "Tree sampling copies a page's session per branch; every one is dropped when its episode or branch is done."
+    from pettingllms_nb.envs.web.env import forms_app
+    def mixed(request, rng): return oracle_policy(request) if rng.random() < 0.5 else random_policy(request, rng)
+    before = len(forms_app().sessions)
+    t = rollout('tiny_web_forms', mixed, mode='tree', sample_num=3, seeds=range(6))
+    assert t.episodes and len(forms_app().sessions) == before
+
+
+def test_check_env_forms():
+    for policy in (None, random_policy, oracle_policy):
+        assert check_env('web_env', policy=policy, family='miniwob', prompt_style='compact').ok

@@ -15,13 +15,14 @@ from ...core.params import Param, declare_params
 from ...core.registry import register_env
 from .data import (HELD_OUT_SEEDS, MINIWOB_TASKS, SPLITS, WEBSHOP_FILES, _CATALOGUES,
                                           attribute_matches, get_catalogue, load_webshop, miniwob_split, type_reward)
-from .shop import ShopApp, order_reward, tokens
+from .shop import FORM_TASKS, FormsApp, ShopApp, order_reward, tokens
 from .observation import Action, ActResult, Observation, TextBrowser, check_action, render_node
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['FAMILIES', 'BACKENDS', 'PROMPT_STYLES', 'shop_app', 'WebEnv', 'compact_page', 'shop_progress', 'describe']
+__all__ = ['FAMILIES', 'BACKENDS', 'PROMPT_STYLES', 'shop_app', 'forms_app', 'WebEnv', 'compact_page', 'shop_progress',
+           'describe']
 
 # %% ../../../nbs/envs/web/190_web_env.ipynb #31c3d141
 _APPS: dict = {}
@@ -36,6 +37,11 @@ def shop_app(catalogue:str='generated-0', webshop_path=None) -> ShopApp:
         else: _APPS[catalogue] = ShopApp(get_catalogue(catalogue))
     return _APPS[catalogue]
 
+def forms_app() -> FormsApp:
+    "The process's text-mode MiniWoB++ pages (`FORM_TASKS`): one app, a session per episode."
+    if 'forms' not in _APPS: _APPS['forms'] = FormsApp()
+    return _APPS['forms']
+
 # %% ../../../nbs/envs/web/190_web_env.ipynb #a98b0997
 FAMILIES, BACKENDS, PROMPT_STYLES = ('shop', 'miniwob'), ('text', 'browser'), ('full', 'compact')
 
@@ -49,8 +55,6 @@ class WebEnv(Env):
                  webshop_path=None, screenshots:bool=True, prompt_style:str='full', max_turns:int|None=None):
         if family not in FAMILIES: raise ValueError(f"web_env: family={family!r}; allowed: {FAMILIES}")
         if backend not in BACKENDS: raise ValueError(f"web_env: backend={backend!r}; allowed: {BACKENDS}")
-        if family == 'miniwob' and backend == 'text':
-            raise ValueError("web_env: MiniWoB++ pages run scripts, so they need backend='browser' (text mode runs the shop only)")
         if split not in SPLITS: raise ValueError(f"web_env: split={split!r}; allowed: {SPLITS}")
         if prompt_style not in PROMPT_STYLES: raise ValueError(f"web_env: prompt_style={prompt_style!r}; allowed: {PROMPT_STYLES}")
         self.family, self.backend, self.split, self.screenshots = family, backend, split, screenshots
@@ -58,23 +62,29 @@ class WebEnv(Env):
         if family == 'shop':
             self.app = shop_app(catalogue, webshop_path)
             self.goals, self.test_goals = self.app.catalogue.split(split), self.app.catalogue.split('test')
-        else: self.tasks = _check_tasks(tasks)
+        else: self.tasks = _check_tasks(tasks, backend)
         self.driver = None
         super().__init__(max_turns=max_turns, family=family, backend=backend, split=split, catalogue=catalogue)
 
-def _check_tasks(tasks) -> list:
-    tasks = list(MINIWOB_TASKS) if tasks is None else [tasks] if isinstance(tasks, str) else list(tasks)
-    bad = [t for t in tasks if t not in MINIWOB_TASKS]
+def _task_names(backend:str) -> dict:
+    "The MiniWoB++ tasks `backend` runs: all of the documented subset in Chromium, `FORM_TASKS` in text mode."
+    return FORM_TASKS if backend == 'text' else MINIWOB_TASKS
+
+def _check_tasks(tasks, backend:str='browser') -> list:
+    names = _task_names(backend)
+    tasks = list(names) if tasks is None else [tasks] if isinstance(tasks, str) else list(tasks)
+    bad = [t for t in tasks if t not in names]
     if bad or not tasks:
-        raise ValueError(f"web_env: tasks {bad or tasks} are not in the documented MiniWoB++ subset; allowed: {sorted(MINIWOB_TASKS)}")
+        where = "text mode's pages (the rest run scripts: backend='browser')" if backend == 'text' else 'the documented MiniWoB++ subset'
+        raise ValueError(f"web_env: tasks {bad or tasks} are not in {where}; allowed: {sorted(names)}")
     return tasks
 
 # %% ../../../nbs/envs/web/190_web_env.ipynb #d10e053f
 declare_params(WebEnv,
                family=Param(str, choices=FAMILIES, doc="the original shop, or MiniWoB++'s pages"),
-               backend=Param(str, choices=BACKENDS, doc='text mode (the shop only), or Chromium'),
+               backend=Param(str, choices=BACKENDS, doc="text mode (the shop, and MiniWoB++'s `FORM_TASKS`), or Chromium"),
                split=Param(str, choices=SPLITS, doc="the shop's goals, MiniWoB++'s page seeds"),
-               tasks=Param((str, list), optional=True, doc='MiniWoB++ tasks (null: the whole documented subset)'),
+               tasks=Param((str, list), optional=True, doc="MiniWoB++ tasks (null: all the backend runs)"),
                catalogue=Param(str, doc="the shop's catalogue: 'generated-<seed>', 'tiny-<seed>' (`TINY_SHOP`), "
                                          "or 'webshop-small'/'webshop-all'"),
                webshop_path=Param(str, optional=True, doc="WebShop's data folder, for a webshop catalogue"),
@@ -97,19 +107,18 @@ _SHOP_ONLY, _MINIWOB_ONLY = ('catalogue', 'webshop_path'), ('tasks',)
 def check_rules(cls:WebEnv, params:dict, key=str) -> list[str]:
     "The rules across parameters that the constructor enforces, without starting a shop or a browser."
     g, e = params.get, []
-    family = g('family', 'shop')
-    if family == 'miniwob' and g('backend', 'text') == 'text':     # one mistake, one line: a shop preset told family=miniwob
-        return [f"{key('backend')}={g('backend', 'text')!r}: MiniWoB++ pages run scripts; allowed with "
-                "family='miniwob' is 'browser'"]
+    family, backend = g('family', 'shop'), g('backend', 'text')
     other = _MINIWOB_ONLY if family == 'shop' else _SHOP_ONLY
     e += [f"{key(k)}={g(k)!r}: not a parameter of family={family!r}; allowed is to leave it out"
           for k in other if g(k) is not None]
     tasks = g('tasks')
     if family == 'miniwob' and tasks is not None:
         names = [tasks] if isinstance(tasks, str) else tasks
-        bad = [t for t in names if not (isinstance(t, str) and t in MINIWOB_TASKS)]
-        what = f"{bad} are not in the documented MiniWoB++ subset" if bad else "no task given"
-        if bad or not names: e.append(f"{key('tasks')}={tasks!r}: {what}; allowed are tasks of {sorted(MINIWOB_TASKS)}")
+        known = _task_names(backend)
+        bad = [t for t in names if not (isinstance(t, str) and t in known)]
+        where = "text mode's pages (the others run scripts: backend='browser')" if backend == 'text' else 'the documented MiniWoB++ subset'
+        what = f"{bad} are not in {where}" if bad else "no task given"
+        if bad or not names: e.append(f"{key('tasks')}={tasks!r}: {what}; allowed are tasks of {sorted(known)}")
     if family == 'shop' and (why := _catalogue_problem(g('catalogue', 'generated-0'), g('webshop_path'))):
         e.append(f"{key('catalogue')}={g('catalogue', 'generated-0')!r}: {why}")
     return e
@@ -127,10 +136,12 @@ def make_state(self:WebEnv, rng:random.Random) -> WebState:
             from pettingllms_nb.envs.web.browser import BrowserPage, shop_start
             self.driver = BrowserPage(shop_start(self.app, goal), screenshots=self.screenshots).open()
     else:
-        from pettingllms_nb.envs.web.browser import BrowserPage, miniwob_start
         task, page_seed = self.tasks[self.seed % len(self.tasks)], miniwob_split(self.split, self.seed)
-        self.driver = BrowserPage(miniwob_start(task, page_seed), screenshots=self.screenshots).open()
-        st = WebState('miniwob', 'browser', task, self.driver.status.get('utterance', ''), page_seed)
+        if self.backend == 'text': self.driver = TextBrowser(forms_app(), forms_app().new_session(task, page_seed))
+        else:
+            from pettingllms_nb.envs.web.browser import BrowserPage, miniwob_start
+            self.driver = BrowserPage(miniwob_start(task, page_seed), screenshots=self.screenshots).open()
+        st = WebState('miniwob', self.backend, task, self.driver.status.get('utterance', ''), page_seed)
     self.state = st
     self.sync()
     return st

@@ -424,6 +424,11 @@ class TextBrowser:
         if self.focus is not None: self.focus.attrs['data-pllm-f'] = '1'
         return observe_html(self.body, self.title)
 
+    @property
+    def status(self) -> dict:
+        "A MiniWoB++ page's state as the browser reports it (`done`, `raw_reward`, `reason`, `utterance`); the shop has none."
+        return getattr(self.session, 'status', {})
+
 # %% ../../../nbs/envs/web/187_web_observation.ipynb #f1e5d923
 @patch
 def _el(self:TextBrowser, i:int) -> El|None:

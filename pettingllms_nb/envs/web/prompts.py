@@ -64,8 +64,8 @@ def compact_task(text:str) -> str:
 
 def compact_navigator_prompt(st) -> str:
     "The navigator's compact prompt: the task, a rejection if there was one, the page, `Action:`."
-    if st.family != 'shop': return f"Task: {st.instruction}\n{st.observation}\nAction:"
     note = f"Rejected: {st.note[:40]}\n" if st.note else ''
+    if st.family != 'shop': return f"Task: {st.instruction}\n{note}{st.observation}\nAction:"
     return f"Task: {compact_task(st.instruction)}\n{note}{st.compact_page or st.observation}\nAction:"
 
 def _order_line(l:dict) -> str:

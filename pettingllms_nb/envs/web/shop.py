@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_shop.html.md"
 
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #9282c379
 from __future__ import annotations
-import copy, html, itertools, logging, math, re, secrets, threading
+import copy, html, itertools, logging, math, random, re, secrets, threading
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -19,9 +19,10 @@ from ...core.serving import PooledHTTPServer
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['PAGE_SIZE', 'CSP', 'MAX_BODY', 'tokens', 'SearchIndex', 'ShopSession', 'line_reward', 'order_reward', 'page',
-           'search_form', 'price', 'home_page', 'results_page', 'item_page', 'cart_page', 'done_page', 'not_found_page',
-           'Response', 'ShopApp', 'ShopServer', 'shop_server', 'close_shop_servers']
+__all__ = ['PAGE_SIZE', 'FORM_TASKS', 'FORM_WORDS', 'CSP', 'MAX_BODY', 'tokens', 'SearchIndex', 'ShopSession', 'line_reward',
+           'order_reward', 'page', 'search_form', 'price', 'home_page', 'results_page', 'item_page', 'cart_page',
+           'done_page', 'not_found_page', 'Response', 'ShopApp', 'FormSession', 'form_session', 'form_page',
+           'grade_form', 'FormsApp', 'ShopServer', 'shop_server', 'close_shop_servers']
 
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #b6fa4071
 def tokens(text:str) -> list[str]:
@@ -226,6 +227,94 @@ def _post(self:ShopApp, s:ShopSession, route:str, args:dict) -> Response:
         s.order, s.cart = {'lines': s.cart, 'reward': r, 'info': info}, []
         return Response(303, location='done')
     return Response(404, not_found_page(s, route))
+
+# %% ../../../nbs/envs/web/186_web_shop.ipynb #66a209d3
+FORM_TASKS = {   # the MiniWoB++ tasks text mode serves: our own plain pages, MiniWoB++'s utterances and success rules
+    'click-button': 'click the button with the given label',
+    'click-option': 'choose the named radio option and submit',
+    'enter-text': 'type a given text and submit',
+}
+FORM_WORDS = ('amber', 'apple', 'arrow', 'badge', 'basil', 'berry', 'blade', 'cabin', 'cedar', 'chalk', 'cider', 'clove',
+              'coral', 'crane', 'delta', 'dune', 'ember', 'fable', 'fern', 'flint', 'frost', 'gable', 'grape', 'haven',
+              'hazel', 'iris', 'ivory', 'jade', 'kite', 'lemon', 'lilac', 'maple', 'marsh', 'mint', 'noble', 'oasis',
+              'olive', 'onyx', 'otter', 'pearl', 'pine', 'plum', 'quail', 'raven', 'ridge', 'robin', 'sage', 'slate',
+              'spruce', 'stone', 'tide', 'topaz', 'tulip', 'umber', 'vale', 'wren', 'yarrow', 'zest')
+
+@dataclass
+class FormSession:
+    "One MiniWoB++-style episode in text mode: the task, its page seed, what the page shows, and the outcome."
+    sid: str
+    task: str
+    seed: int
+    utterance: str = ''
+    choices: list = field(default_factory=list)   # the labels (buttons, options) the page shows, in order
+    target: str = ''                               # what the utterance asks for
+    status: dict = field(default_factory=lambda: {'done': False, 'raw_reward': 0.0, 'reason': None, 'utterance': ''})
+    def copy(self, sid:str) -> FormSession:
+        return FormSession(sid, self.task, self.seed, self.utterance, list(self.choices), self.target, dict(self.status))
+
+
+# %% ../../../nbs/envs/web/186_web_shop.ipynb #280cb1ae
+def form_session(sid:str, task:str, seed:int) -> FormSession:
+    "A new episode of `task` on page seed `seed`: 3-5 labels drawn from `FORM_WORDS`, one of them (or a text) the target."
+    if task not in FORM_TASKS: raise ValueError(f"web_env: task {task!r} has no text-mode page; allowed: {sorted(FORM_TASKS)}")
+    rng = random.Random(f"{task}/{seed}")
+    choices = rng.sample(FORM_WORDS, rng.randint(3, 5)) if task != 'enter-text' else []
+    target = rng.choice(choices) if choices else rng.choice(FORM_WORDS) + rng.choice(('', str(rng.randint(1, 9))))
+    u = {'click-button': f'Click on the "{target}" button.', 'click-option': f'Select {target} and click Submit.',
+         'enter-text': f'Enter "{target}" into the text field and press Submit.'}[task]
+    s = FormSession(sid, task, seed, u, choices, target)
+    s.status['utterance'] = u
+    return s
+
+
+# %% ../../../nbs/envs/web/186_web_shop.ipynb #4e06b3e2
+def _form_doc(title:str, body:str) -> str:
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
+            f"<style>{_CSS}</style></head><body><main>{body}</main></body></html>")
+
+def form_page(s:FormSession) -> str:
+    "The task's page: the utterance, then one form (every button submits it); after the submission, the outcome."
+    if s.status['done']:
+        word = 'Success' if s.status['raw_reward'] > 0 else 'Wrong'
+        return _form_doc('Done', f"<h1>Episode over</h1><p>{word}: {_e(s.status['reason'])}</p>")
+    if s.task == 'click-button':
+        body = ''.join(f"<button type=\"submit\" name=\"button\" value=\"{_e(w)}\">{_e(w)}</button>" for w in s.choices)
+    elif s.task == 'click-option':
+        body = ''.join(f"<p><label><input type=\"radio\" name=\"option\" value=\"{_e(w)}\"> {_e(w)}</label></p>"
+                       for w in s.choices) + "<button type=\"submit\">Submit</button>"
+    else: body = "<input type=\"text\" name=\"text\" aria-label=\"text field\"><button type=\"submit\">Submit</button>"
+    return _form_doc(s.task, f"<form action=\"submit\" method=\"post\">{body}</form>")
+
+
+# %% ../../../nbs/envs/web/186_web_shop.ipynb #bb4da275
+def grade_form(s:FormSession, args:dict) -> tuple[float, str]:
+    "MiniWoB++'s rule for the submitted fields: `(1.0, why)` on success, `(0.0, why)` otherwise (text mode scores a miss 0)."
+    got = {'click-button': args.get('button'), 'click-option': args.get('option'), 'enter-text': args.get('text')}[s.task]
+    if got == s.target: return 1.0, f"{s.target!r} as asked"
+    return 0.0, f"got {('nothing' if got is None else repr(str(got)[:40]))}, asked {s.target!r}"
+
+class FormsApp(ShopApp):
+    "MiniWoB++ tasks as plain pages in text mode: sessions by id (as the shop's), `handle` for the page and its form."
+    def __init__(self): self.sessions, self.lock = {}, threading.RLock()
+    def new_session(self, task:str, seed:int) -> FormSession:
+        with self.lock:
+            s = form_session(_new_id(self.sessions), task, seed)
+            self.sessions[s.sid] = s
+            return s
+
+@patch
+def handle(self:FormsApp, s:FormSession, method:str, path:str, form:dict|None=None) -> Response:
+    "The page (GET), or the form's submission (POST `submit`: graded once, then the outcome page)."
+    route = urlsplit(path).path.strip('/')
+    if route == 'submit' and method == 'POST':
+        with self.lock:
+            if not s.status['done']:
+                r, why = grade_form(s, dict(form or {}))
+                s.status.update(done=True, raw_reward=r, reason=why)
+        return Response(303, location='')
+    return Response(200, form_page(s)) if route == '' and method == 'GET' else Response(404, _form_doc("Page not found", f"<h1>Page not found</h1><p>{_e(path)}</p>"))
+
 
 # %% ../../../nbs/envs/web/186_web_shop.ipynb #dc1127d5
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; base-uri 'none'"
