@@ -429,6 +429,42 @@ def test_a_wrong_button_is_a_wrong_answer_and_the_verifier_can_stop_it():
     assert env.is_success() and env.state.reward == 1.0
 
 
+@pytest.mark.parametrize('task', ['click-button', 'click-option', 'enter-text'])
+def test_compact_forms_prompts_put_each_id_after_its_label_and_show_the_verifier_the_submission(task):
+    "The navigator's compact page reads back to the page's own elements (ids last); the verifier reads what pressing"
+    " would submit, and the oracle approves exactly the submission the grader scores 1."
+    from pettingllms_nb.envs.web.oracle import read_page
+    env = WebEnv(family='miniwob', tasks=task, prompt_style='compact')
+    env.reset(1_000_003)
+    nav, ver = make_agent('web_navigator', env='web_env'), make_agent('web_verifier', env='web_env')
+    nav.update_from_env(env, env.turn)
+    page = nav.current_prompt['text'].split('\n')[2:-1]
+    nodes = [n for n in env.driver.observe().nodes if n['role'] not in ('heading', 'text')]
+    assert all(l.endswith(f" [{n['id']}]") for l, n in zip(page, nodes)) and len(page) == len(nodes)
+    assert [(n['id'], n['name']) for n in read_page('\n'.join(page))] == [(n['id'], n['name']) for n in nodes]
+    target = env.driver.session.target
+    submit = next(n for n in nodes if n['role'] == 'button' and (n['name'] == 'Submit' or n['name'] != target))
+    take_turn(nav, env, f"click({submit['id']})")                         # a wrong submission: the wrong label, or empty
+    ver.update_from_env(env, env.turn)
+    sent = submit['name'] if submit['name'] != 'Submit' else ''
+    assert ver.current_prompt['text'] == f'Task: {env.state.instruction}\nSubmits: "{sent}"\nVerdict:'
+    assert oracle_policy(_Req('web_verifier', ver.current_prompt['text'], env.problem_uid)) == f'reject: not "{sent}"'
+    env.close()
+
+
+def test_click_by_label_clicks_the_one_element_of_that_name_and_an_unknown_label_is_an_invalid_action():
+    env = WebEnv(family='miniwob', tasks='click-button', prompt_style='compact')
+    env.reset(1_000_000)
+    single = make_agent('web_single_agent', env='web_env')
+    take_turn(single, env, 'click("no such label")')
+    assert single.invalid and not env.state.finished and 'no element named "no such label"' in env.state.last_result
+    take_turn(single, env, f'click("{env.driver.session.target.upper()}")')   # case and spaces do not matter
+    assert env.is_success()
+    assert parse_action("click('x')") == Action('click', text='x') and parse_action('click(12)') == Action('click', 12)
+    with pytest.raises(FormatError): parse_action('click("")')
+    env.close()
+
+
 def test_forms_sessions_end_with_their_episodes_in_tree_mode():
     "Tree sampling copies a page's session per branch; every one is dropped when its episode or branch is done."
     from pettingllms_nb.envs.web.env import forms_app

@@ -49,10 +49,12 @@ async def _navigate(self:WebNavigator, env:WebEnv):
         st.last_result = f"your reply had no valid action ({self.format_error})"
         st.history.append({'turn': env.turn, 'role': self.role, 'action': None, 'ok': False, 'result': st.last_result})
         return
+    a = env.resolve(a)                               # a click by visible text: the element of that name
     node, why = env.check(a)
     if why is None and self.uses_verifier and env.is_irreversible(a, node):
         ends, value = await env.outcome_of(a)        # (a browser failure here leaves nothing pending)
-        st.pending = {'action': a.to_dict(), 'element': render_node(node), 'description': describe(a, node)}
+        st.pending = {'action': a.to_dict(), 'element': render_node(node), 'description': describe(a, node),
+                      'submits': env.submits(node)}
         st.pending_value, st.pending_ok = (value if ends else None), (not ends or value >= 1.0)
         st.last_result = f"{describe(a, node)}: waiting for the verifier"
         st.history.append({'turn': env.turn, 'role': self.role, 'action': str(a), 'ok': True, 'result': st.last_result})

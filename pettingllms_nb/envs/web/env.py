@@ -16,13 +16,13 @@ from ...core.registry import register_env
 from .data import (HELD_OUT_SEEDS, MINIWOB_TASKS, SPLITS, WEBSHOP_FILES, _CATALOGUES,
                                           attribute_matches, get_catalogue, load_webshop, miniwob_split, type_reward)
 from .shop import FORM_TASKS, FormsApp, ShopApp, order_reward, tokens
-from .observation import Action, ActResult, Observation, TextBrowser, check_action, render_node
+from .observation import Action, ActResult, Observation, TextBrowser, check_action, render_node, resolve_action
 
 _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['FAMILIES', 'BACKENDS', 'PROMPT_STYLES', 'shop_app', 'forms_app', 'WebEnv', 'compact_page', 'shop_progress',
-           'describe']
+           'compact_form_line', 'compact_form_page', 'submission', 'describe']
 
 # %% ../../../nbs/envs/web/190_web_env.ipynb #31c3d141
 _APPS: dict = {}
@@ -159,7 +159,7 @@ def sync(self:WebEnv):
     st, d = self.state, self.driver
     obs = d.observe()
     st.title, st.observation = obs.title, obs.text
-    st.compact_page = compact_page(obs) if st.family == 'shop' else ''
+    st.compact_page = compact_page(obs) if st.family == 'shop' else compact_form_page(obs)
     st.screenshot = getattr(d, 'screenshot', None)
     if st.family == 'shop':
         s, cat = d.session, self.app.catalogue
@@ -228,15 +228,42 @@ def close(self:WebEnv):
     if self.driver is not None: self.driver.close()
     self.driver = None
 
+# %% ../../../nbs/envs/web/190_web_env.ipynb #cae94e2f
+def compact_form_line(n:dict) -> str:
+    "A MiniWoB++ element in the compact style: its line with the id last, `button \"ridge\" [4]` (the label before its id)."
+    line = render_node(n)
+    return f"{line.split('] ', 1)[1]} [{n['id']}]"
+
+def compact_form_page(obs:Observation) -> str:
+    "A text-mode MiniWoB++ page in the compact style: its title, then each element with its id after its label."
+    return '\n'.join([f"Page: {obs.title}"] + [compact_form_line(n) for n in obs.nodes if n['role'] not in ('heading', 'text')])
+
+def submission(nodes:list, pressed:dict) -> str:
+    "What pressing button `pressed` submits on a text-mode MiniWoB++ form: its label, else the chosen option or the typed text."
+    if pressed['name'].lower() != 'submit': return pressed['name']
+    got = [n['name'] for n in nodes if n['role'] == 'radio' and n.get('checked')] + [n['value'] for n in nodes if n['role'] == 'textbox']
+    return got[0] if got else ''
+
 # %% ../../../nbs/envs/web/190_web_env.ipynb #60e43280
 def describe(a:Action, node:dict|None) -> str:
     "An action with the element it acts on, for prompts and logs."
     return f"{a} on {render_node(node)}" if node is not None else str(a)
 
 @patch
+def resolve(self:WebEnv, a:Action) -> Action:
+    "`a` with a click by visible text (`click(\"Submit\")`) turned into the click on that element's id, where one has that name."
+    return resolve_action(a, self.driver.observe())
+
+@patch
 def check(self:WebEnv, a:Action) -> tuple[dict|None, str|None]:
     "Can `a` be carried out on the current page? `(node, None)` or `(None, why not)`."
     return check_action(a, self.driver.observe(), self.driver.url)
+
+@patch
+def submits(self:WebEnv, node:dict) -> str|None:
+    "What pressing `node` would submit, for the compact verifier (text-mode MiniWoB++ forms); None elsewhere."
+    if self.state.family == 'shop' or self.backend != 'text': return None
+    return submission(self.driver.observe().nodes, node)
 
 @patch
 def is_irreversible(self:WebEnv, a:Action, node:dict|None) -> bool:
@@ -249,6 +276,7 @@ async def execute(self:WebEnv, a:Action, role:str) -> ActResult:
     "Carry out `a` for `role`, record it, and bring the state up to date."
     st = self.state
     await self.driver.aready()
+    a = self.resolve(a)
     node, why = self.check(a)
     if why is None and a.kind == 'stop':
         st.finished, st.answer, res = True, a.text, ActResult(True)

@@ -19,7 +19,8 @@ _log = logging.getLogger(__name__)
 __all__ = ['VOID', 'SKIP', 'TEXT_INPUTS', 'ARIA_ROLES', 'INTERACTIVE', 'BLOCK', 'MAX_NAME', 'MAX_OBS_CHARS', 'ACTIONS', 'KEYS',
            'MAX_TEXT', 'MAX_ARGS', 'TEXT_BASE', 'El', 'parse_html', 'options_of', 'mark', 'role_of', 'visible',
            'text_of', 'name_of', 'node_of', 'render_node', 'tree', 'Observation', 'observe_html', 'Action',
-           'parse_action', 'same_site', 'check_action', 'match_option', 'ActResult', 'TextBrowser']
+           'parse_action', 'same_site', 'check_action', 'named', 'resolve_action', 'match_option', 'ActResult',
+           'TextBrowser']
 
 # %% ../../../nbs/envs/web/187_web_observation.ipynb #5de1d8f0
 VOID = {'area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr'}
@@ -283,9 +284,9 @@ class Action:
     "A parsed action: `kind` and its arguments."
     kind: str
     id: int|None = None
-    text: str|None = None     # fill's text, select's option, scroll's direction, press's key, stop's answer
+    text: str|None = None     # fill's text, select's option, scroll's direction, press's key, stop's answer; a click's label
     def __str__(self):
-        if self.kind in ('click',): return f"click({self.id})"
+        if self.kind == 'click': return f"click({self.id if self.id is not None else _q(self.text)})"
         if self.kind in ('fill', 'select'): return f"{self.kind}({self.id}, {_q(self.text)})"
         if self.kind == 'stop': return f"stop({_q(self.text or '')})"
         return f"{self.kind}({self.text})"
@@ -334,7 +335,7 @@ def _id(a:str) -> int:
     return int(m.group(1))
 
 def parse_action(response) -> Action:
-    "The last action call in `response`; `FormatError` if there is none or it is malformed."
+    "The last action call in `response`; `FormatError` if there is none or it is malformed. `click(\"Submit\")` clicks by visible text."
     if not isinstance(response, str): raise FormatError("the response is not text")
     response, m = parse_window(response), None     # the last 100k characters, as every parser reads
     for m in _CALL.finditer(response): pass
@@ -344,7 +345,9 @@ def parse_action(response) -> Action:
     want = {'click': (1, 1), 'fill': (2, 2), 'select': (2, 2), 'scroll': (1, 1), 'press': (1, 1), 'stop': (0, 1)}[kind]
     if not want[0] <= len(args) <= want[1]: raise FormatError(f"{kind} takes {want[0]}{'' if want[0] == want[1] else '-' + str(want[1])} argument(s), got {len(args)}")
     if any(len(a) > MAX_TEXT for a in args): raise FormatError(f"a {kind} argument is longer than {MAX_TEXT} characters")
-    if kind == 'click': return Action('click', _id(args[0]))
+    if kind == 'click':
+        quoted = response[_SPACE.match(response, m.end()).end():][:1] in ('"', "'")
+        return Action('click', text=args[0]) if quoted and args[0].strip() else Action('click', _id(args[0]))
     if kind in ('fill', 'select'): return Action(kind, _id(args[0]), args[1])
     if kind == 'scroll':
         d = args[0].strip().lower()
@@ -369,6 +372,9 @@ def same_site(href:str, base:str) -> bool:
 def check_action(a:Action, obs:Observation, base:str) -> tuple[dict|None, str|None]:
     "`(node, None)` if `a` can be carried out on `obs` (a page at URL `base`), else `(None, why not)`."
     if a.kind in ('scroll', 'press', 'stop'): return None, None
+    if a.kind == 'click' and a.id is None:         # by visible text, not resolved to one element (`resolve_action`)
+        k = len(named(obs, a.text or ''))
+        return None, f"no element named {_q(a.text or '')} on this page" if k == 0 else f"{k} elements are named {_q(a.text)}; click one by its id"
     n = obs.by_id(a.id)
     if n is None: return None, f"no element [{a.id}] on this page"
     if n.get('disabled'): return None, f"[{a.id}] is disabled"
@@ -378,6 +384,17 @@ def check_action(a:Action, obs:Observation, base:str) -> tuple[dict|None, str|No
         if match_option(a.text, n['options']) is None: return None, f"[{a.id}] has no option {_q(a.text)}; options: {n['options']}"
     if a.kind == 'click' and 'href' in n and not same_site(n['href'], base): return None, f"blocked: [{a.id}] leads off the site"
     return n, None
+
+def named(obs:Observation, text:str) -> list[dict]:
+    "The elements (not text or headings) whose visible name is `text`, ignoring case and spaces."
+    want = _clean(text).lower()
+    return [n for n in obs.nodes if n['role'] not in ('text', 'heading', 'img') and _clean(n['name']).lower() == want]
+
+def resolve_action(a:Action, obs:Observation) -> Action:
+    "A click by visible text as a click on the one element of that name; any other action, or an ambiguous name, unchanged."
+    if a.kind != 'click' or a.id is not None: return a
+    hits = named(obs, a.text or '')
+    return Action('click', hits[0]['id']) if len(hits) == 1 else a
 
 def match_option(text:str, options:list) -> int|None:
     "The index of the option named `text` (exact, then ignoring case and spaces)."

@@ -12,7 +12,7 @@ from .data import get_catalogue, webshop_reward
 
 # %% auto #0
 __all__ = ['MINIWOB_ORACLES', 'read_node', 'read_page', 'prompt_parts', 'shop_oracle_action', 'compact_shop_action',
-           'compact_verdict', 'oracle_action', 'oracle_policy', 'random_policy']
+           'compact_verdict', 'oracle_action', 'form_target', 'compact_form_verdict', 'oracle_policy', 'random_policy']
 
 # %% ../../../nbs/envs/web/193_web_oracle.ipynb #7bd080df
 _NODE = re.compile(r'\[(\d+)\] ([a-z]+)')
@@ -22,8 +22,11 @@ def _json_at(s:str, i:int):
     try: return _DEC.raw_decode(s, i)
     except ValueError: return None, i
 
+_LAST_ID = re.compile(r'(.*) \[(\d+)\]')
+
 def read_node(line:str) -> dict|None:
-    "The node of one observation line, or None if the line is not one."
+    "The node of one observation line (its id first, or last as compact MiniWoB++ pages write it), or None if it is not one."
+    if not _NODE.match(line) and (m := _LAST_ID.fullmatch(line)): line = f"[{m.group(2)}] {m.group(1)}"
     m = _NODE.match(line)
     if not m: return None
     n, i = {'id': int(m.group(1)), 'role': m.group(2), 'name': ''}, m.end()
@@ -45,12 +48,13 @@ def read_page(text:str) -> list[dict]:
 
 # %% ../../../nbs/envs/web/193_web_oracle.ipynb #6fca8a33
 def prompt_parts(text:str) -> dict:
-    "The task, page title, earlier and last actions, and pending action written in a prompt."
-    out = {'task': '', 'title': '', 'last': '', 'pending': '', 'done': []}
+    "The task, page title, earlier and last actions, pending action, and what a form would submit, written in a prompt."
+    out = {'task': '', 'title': '', 'last': '', 'pending': '', 'done': [], 'submits': None}
     for line in text.splitlines():
         for key, head in (('task', 'Task: '), ('title', 'Page: '), ('last', 'Last action: '), ('pending', 'Pending action: ')):
             if line.startswith(head) and not out[key]: out[key] = line[len(head):]
         if line.startswith('- ') and line.endswith(': done'): out['done'].append(line[2:])
+        if line.startswith('Submits: ') and out['submits'] is None: out['submits'] = _json_at(line, 9)[0]
     if out['last'].endswith(': done'): out['done'].append(out['last'])
     return out
 
@@ -230,10 +234,32 @@ def oracle_action(uid:str, text:str) -> str:
     if parts[1] == 'shop':
         goal = {**get_catalogue(parts[2]).goal(parts[3]), 'catalogue': parts[2]}
         return (compact_shop_action if _is_compact(text) else shop_oracle_action)(goal, p['title'], nodes)
-    return MINIWOB_ORACLES[parts[2]](p['task'], nodes, p['done'])
+    act = MINIWOB_ORACLES[parts[2]](p['task'], nodes, p['done'])
+    return _by_label(act, nodes) if _ids_last(text) else act
+
+def _ids_last(text:str) -> bool:
+    "Is this a compact MiniWoB++ prompt (each element's id after its label)?"
+    return any(_LAST_ID.fullmatch(l) and not _NODE.match(l) for l in text.splitlines())
+
+def _by_label(act:str, nodes:list) -> str:
+    "`click(4)` as `click(\"ridge\")` where element 4's label is its own (compact pages: a tiny model copies a label, not an id)."
+    m = re.fullmatch(r'click\((\d+)\)', act)
+    n = next((n for n in nodes if m and n['id'] == int(m.group(1))), None)
+    if n is None or not n['name'] or sum(o['name'].lower() == n['name'].lower() for o in nodes) != 1: return act
+    return f"click({json.dumps(n['name'])})"
 
 # %% ../../../nbs/envs/web/193_web_oracle.ipynb #24391707
 _PENDING = re.compile(r'^(click\(\d+\)|\w+\(\d+, .*?\)) on ')
+
+def form_target(u:str) -> str:
+    "What a text-mode MiniWoB++ utterance asks to submit: the quoted label or text, or the option it names."
+    q = _quoted(u)
+    return q[0] if q else u.removeprefix('Select ').removesuffix(' and click Submit.')
+
+def compact_form_verdict(task:str, submits) -> str:
+    "The oracle's verdict on a compact MiniWoB++ verifier prompt: `approve` what submits the target, else reject it, naming it."
+    if not isinstance(submits, str): return 'reject: nothing to submit'
+    return 'approve' if submits == form_target(task) else f"reject: not {json.dumps(submits)}"
 
 @register_scripted('web_env', 'oracle')
 def oracle_policy(request) -> str:
@@ -243,6 +269,7 @@ def oracle_policy(request) -> str:
     if parts[1] == 'shop' and _is_compact(request.text):
         return compact_verdict({**get_catalogue(parts[2]).goal(parts[3]), 'catalogue': parts[2]}, request.text)
     p = prompt_parts(request.text)
+    if p['submits'] is not None: return compact_form_verdict(p['task'], p['submits'])
     if not p['pending']: return 'pass'
     m = _PENDING.match(p['pending'])
     mine = oracle_action(request.problem_uid, request.text)

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/web/web_prompts.html.
 
 # %% ../../../nbs/envs/web/191_web_prompts.ipynb #607fff3a
 from __future__ import annotations
-import re
+import json, re
 from ...core.parsing import FormatError, parse_window
 from .data import PRODUCT_TYPES
 
@@ -65,7 +65,7 @@ def compact_task(text:str) -> str:
 def compact_navigator_prompt(st) -> str:
     "The navigator's compact prompt: the task, a rejection if there was one, the page, `Action:`."
     note = f"Rejected: {st.note[:40]}\n" if st.note else ''
-    if st.family != 'shop': return f"Task: {st.instruction}\n{note}{st.observation}\nAction:"
+    if st.family != 'shop': return f"Task: {st.instruction}\n{note}{st.compact_page or st.observation}\nAction:"
     return f"Task: {compact_task(st.instruction)}\n{note}{st.compact_page or st.observation}\nAction:"
 
 def _order_line(l:dict) -> str:
@@ -73,9 +73,11 @@ def _order_line(l:dict) -> str:
     return f"Order: {l['title'].lower()} ({opts}) ${l['price']:.2f}\n"
 
 def compact_verifier_prompt(st) -> str:
-    "The verifier's compact prompt: the task and the order waiting for it (shop), then `Verdict:`."
+    "The verifier's compact prompt: the task and what would be sent (the shop's order, a form's submission), then `Verdict:`."
     if st.pending is None: return "Nothing to check.\nVerdict:"
-    if st.family != 'shop': return f"Task: {st.instruction}\nPending action: {st.pending['description']}\n{st.observation}\nVerdict:"
+    if st.family != 'shop':
+        if st.pending.get('submits') is not None: return f"Task: {st.instruction}\nSubmits: {json.dumps(st.pending['submits'])}\nVerdict:"
+        return f"Task: {st.instruction}\nPending action: {st.pending['description']}\n{st.observation}\nVerdict:"
     orders = ''.join(map(_order_line, st.cart)) or "Order: nothing\n"
     return f"Task: {compact_task(st.instruction)}\n{orders}Verdict:"
 
