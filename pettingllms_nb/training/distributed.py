@@ -1,4 +1,4 @@
-"""`Distributed` (one rank of a torch.distributed group, through `accelerate`: DDP, or FSDP for models that do not fit one GPU) and `update_unit`: one unit's PPO-clip update with its rows sharded over the ranks, equal to the single-process update; `launch` runs a function on N local processes (gloo on a CPU).
+"""`Distributed` (one rank of a torch.distributed group: DDP through `accelerate`, or torch's FSDP for models that do not fit one GPU, on GPUs or on a CPU with gloo) and `update_unit`: one unit's PPO-clip update with its rows sharded over the ranks, equal to the single-process update; `launch` runs a function on N local processes (gloo on a CPU); checkpoints hold the whole unit whatever the strategy.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/training/distributed.html.md"""
 
@@ -17,8 +17,8 @@ _log = logging.getLogger(__name__)
 STRATEGIES = ('ddp', 'fsdp')   # data parallel with a full copy per rank; fully sharded (FSDP) for larger models
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'UpdateRow', 'rows_from_steps', 'Distributed', 'update_unit', 'launch', 'synthetic_rows', 'tiny_units',
-           'save_unit_state', 'load_unit_state']
+__all__ = ['STRATEGIES', 'UpdateRow', 'rows_from_steps', 'Distributed', 'whole_params', 'clip_grad_norm', 'update_unit', 'launch',
+           'synthetic_rows', 'tiny_units', 'save_unit_state', 'load_unit_state']
 
 # %% ../../nbs/training/082_distributed.ipynb #2923aa53
 @dataclass
@@ -58,14 +58,11 @@ class Distributed:
     def __init__(self, strategy:str='ddp', cpu:bool|None=None):
         import torch
         from accelerate import Accelerator
-        from accelerate.utils import DistributedDataParallelKwargs, FullyShardedDataParallelPlugin
+        from accelerate.utils import DistributedDataParallelKwargs
         if strategy not in STRATEGIES: raise ValueError(f"strategy={strategy!r}; allowed values are {STRATEGIES}")
         cpu = not torch.cuda.is_available() if cpu is None else cpu
-        if strategy == 'fsdp' and cpu:
-            raise ValueError("strategy='fsdp' needs GPUs (accelerate's FSDP runs on CUDA devices); on a CPU use 'ddp'")
-        if strategy == 'ddp': kw = {'kwargs_handlers': [DistributedDataParallelKwargs(find_unused_parameters=True)]}
-        else: kw = {'fsdp_plugin': FullyShardedDataParallelPlugin(use_orig_params=True, sync_module_states=True)}
-        self.acc = Accelerator(cpu=cpu, **kw)
+        kw = {'kwargs_handlers': [DistributedDataParallelKwargs(find_unused_parameters=True)]} if strategy == 'ddp' else {}
+        self.acc = Accelerator(cpu=cpu, **kw)   # FSDP: the process group and device; `wrap` shards the model itself
         self.strategy, self.rank, self.world_size = strategy, self.acc.process_index, self.acc.num_processes
         self.device, self._wrapped = self.acc.device, {}
 
@@ -90,6 +87,7 @@ class Distributed:
     def barrier(self): self.acc.wait_for_everyone()
     def __repr__(self): return f"Distributed({self.strategy}, rank {self.rank}/{self.world_size}, {self.device})"
 
+
 # %% ../../nbs/training/082_distributed.ipynb #c98bd255
 class _Forward:
     "`policy.model` during a distributed update: calls go through the wrapper, attributes to the model."
@@ -101,6 +99,17 @@ class _Forward:
 
 # %% ../../nbs/training/082_distributed.ipynb #56e4626b
 @patch
+def _fsdp(self:Distributed, model):
+    "`model` fully sharded over the ranks (torch's FSDP, original parameters kept), from rank 0's weights."
+    import torch, torch.distributed as td
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    if not td.is_initialized(): return model   # one process: nothing to shard
+    with torch.no_grad():   # every rank starts from rank 0's weights (FSDP's own `sync_module_states` needs CUDA)
+        for t in [*model.parameters(), *model.buffers()]: td.broadcast(t.data, 0)
+    dev = torch.device('cpu') if self.device.type == 'cpu' else self.device   # FSDP's CPU device has no index
+    return FSDP(model, use_orig_params=True, device_id=dev)
+
+@patch
 def wrap(self:Distributed, policy):
     "The strategy's wrapper of `policy.model` (built once per model, with all its trainable parameters)."
     key = id(policy.model)
@@ -108,7 +117,7 @@ def wrap(self:Distributed, policy):
         lora = [p for n, p in policy.model.named_parameters() if 'lora_' in n]
         was = [p.requires_grad for p in lora]
         for p in lora: p.requires_grad_(True)      # every adapter in the wrapper, whichever is active now
-        self._wrapped[key] = self.acc.prepare_model(policy.model)
+        self._wrapped[key] = self._fsdp(policy.model) if self.strategy == 'fsdp' else self.acc.prepare_model(policy.model)
         for p, w in zip(lora, was): p.requires_grad_(w)
     return self._wrapped[key]
 
@@ -121,6 +130,24 @@ def forward_through(self:Distributed, policy):
     policy.model = _Forward(model, wrapper)
     try: yield wrapper
     finally: policy.model = model
+
+
+
+# %% ../../nbs/training/082_distributed.ipynb #20918636
+@patch
+@contextlib.contextmanager
+def whole(self:Distributed, policy, writeback:bool=False):
+    "Within the block `policy.model`'s parameters are whole on this rank (`writeback`: what is written there stays)."
+    w = self._wrapped.get(id(policy.model))
+    if self.strategy != 'fsdp' or w is None or w is policy.model: yield
+    else:
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        with FSDP.summon_full_params(w, writeback=writeback): yield
+
+def whole_params(dist:Distributed|None, policy, writeback:bool=False):
+    "`dist.whole(policy)`, or nothing to do in one process (`dist` None)."
+    return dist.whole(policy, writeback) if dist is not None else contextlib.nullcontext()
+
 
 # %% ../../nbs/training/082_distributed.ipynb #bfa264db
 _DUMMY = UpdateRow([0], [0], [0.0], 0.0)
@@ -148,6 +175,19 @@ def _micro_batch_loss(policy, adapter, mb:list, clip_ratio:float, kl_coef:float,
     return loss, m, mask
 
 # %% ../../nbs/training/082_distributed.ipynb #a7122df4
+def clip_grad_norm(params:list, max_norm:float, dist:Distributed|None=None) -> float:
+    "The gradient norm of `params` (over every rank's shard under FSDP), clipped to `max_norm` (0: only measured)."
+    import torch
+    if dist is not None and dist.strategy == 'fsdp':   # each rank holds a disjoint shard of every gradient
+        grads = [p.grad for p in params if p.grad is not None]
+        gn = math.sqrt(dist.all_sum([sum(float(g.detach().double().pow(2).sum()) for g in grads)])[0])
+        if max_norm:
+            for g in grads: g.mul_(min(1.0, max_norm / (gn + 1e-6)))   # torch's own rule
+        return gn
+    if not max_norm: return float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
+    if dist is not None: return float(dist.acc.clip_grad_norm_(params, max_norm))
+    return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+
 def update_unit(policy,                      # the policy holding the unit (`HFPolicy`: `logprobs`, `adapter_disabled`)
                 adapter:str|None,            # the unit's adapter in `policy` (None: the model's own weights)
                 params:list,                 # the unit's trainable parameters: what is clipped and stepped
@@ -180,22 +220,21 @@ def update_unit(policy,                      # the policy holding the unit (`HFP
         with ctx as wrapper:
             for k, mb in enumerate(_micro_batches(mine, micro_batch_size, n_mb)):
                 dummy = not mb   # a zero-weight pass on a dummy row keeps this rank in step with the others
-                sync = contextlib.nullcontext() if wrapper is None or k == n_mb - 1 else wrapper.no_sync()
+                sync = contextlib.nullcontext() if k == n_mb - 1 or not hasattr(wrapper, 'no_sync') else wrapper.no_sync()
                 with sync:
                     loss, m, mask = _micro_batch_loss(policy, adapter, mb or [_DUMMY], clip_ratio, kl_coef,
                                                       clip_ratio_low, clip_ratio_high)
                     w = 0.0 if dummy else mask.sum().item() / total
                     (loss * w * world).backward()
                 for key, v in m.items(): agg[key] = agg.get(key, 0.0) + w * float(v)
-        if not max_grad_norm: gn = torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
-        elif dist is not None: gn = dist.acc.clip_grad_norm_(params, max_grad_norm)   # FSDP: the norm over all shards
-        else: gn = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        gn = clip_grad_norm(params, max_grad_norm, dist)
         optimizer.step()
         scheduler.step()
     finally: policy.model.eval()
     if dist is not None: agg = dict(zip(agg, dist.all_sum(list(agg.values()))))
     return {**agg, 'grad_norm': float(gn), 'lr': scheduler.get_last_lr()[0], 'sequences': int(n_rows),
             'tokens': int(total)}
+
 
 # %% ../../nbs/training/082_distributed.ipynb #d35f9529
 def _free_port() -> int:
@@ -274,29 +313,110 @@ def _parity_rank(rank:int, strategy:str, micro_batch_size:int):
     dist = Distributed(strategy, cpu=True)
     ps, opt, sched = units['planner']
     m = update_unit(pol, 'planner', ps, opt, sched, rows, micro_batch_size=micro_batch_size, dist=dist)
-    return [p.detach().clone() for p in ps], m
+    with whole_params(dist, pol): return [p.detach().clone() for p in ps], m   # FSDP: gathered from the shards
+
 
 # %% ../../nbs/training/082_distributed.ipynb #8f002698
-def save_unit_state(path, params:list, optimizer, scheduler, dist:Distributed|None=None) -> Path:
-    "Write a unit's parameters, optimiser and schedule to `path` (rank 0 only, atomically); every rank waits."
+@patch
+def _through_params(self:Distributed, policy, params:list, values:list, gather:bool) -> list:
+    "Move `values` between shard and whole shape through `params` themselves, so FSDP's own layout does it."
+    import torch
+    kept = [p.detach().clone() for p in params]
+    try:
+        with torch.no_grad():
+            if gather:   # shards in, gathered whole
+                for p, v in zip(params, values): p.copy_(v)
+                with self.whole(policy): return [p.detach().clone() for p in params]
+            with self.whole(policy, writeback=True):   # whole in, this rank's shards out
+                for p, v in zip(params, values): p.copy_(v)
+            return [p.detach().clone() for p in params]
+    finally:
+        with torch.no_grad():
+            for p, k in zip(params, kept): p.copy_(k)
+
+def _opt_params(optimizer) -> list: return [p for g in optimizer.param_groups for p in g['params']]
+
+@patch
+def optimizer_state(self:Distributed, policy, optimizer) -> dict:
+    "`optimizer.state_dict()` as one process holding the whole unit has it (FSDP gathers it: every rank calls this)."
+    import torch, torch.distributed as td
+    w = self._wrapped.get(id(policy.model))
+    sd = optimizer.state_dict()
+    if self.strategy != 'fsdp' or w is None or w is policy.model: return sd
+    params, st = _opt_params(optimizer), sd['state']
+    shard = lambda i, v: torch.is_tensor(v) and v.shape == params[i].shape
+    mine = {i: {k: (None if shard(i, v) else v) for k, v in s.items()} for i, s in st.items()}
+    every = [None] * self.world_size
+    td.all_gather_object(every, mine)   # which state each rank holds (a rank may hold no part of a parameter)
+    out = {}
+    for other in every:
+        for i, s in other.items(): out.setdefault(i, {}).update({k: v for k, v in s.items() if v is not None})
+    keys = sorted({k for other in every for s in other.values() for k, v in s.items() if v is None})
+    for k in keys:   # one gather per kind of state (Adam: two), zeros where a rank has none
+        vals = [st[i][k] if i in st and k in st[i] else torch.zeros_like(p) for i, p in enumerate(params)]
+        for i, v in enumerate(self._through_params(policy, params, vals, gather=True)):
+            if any(i in o and o[i].get(k, 0) is None for o in every): out[i][k] = v.cpu()
+    return {'state': dict(sorted(out.items())), 'param_groups': sd['param_groups']}
+
+@patch
+def load_optimizer_state(self:Distributed, policy, optimizer, state:dict):
+    "Load a whole `optimizer_state` into `optimizer` (under FSDP each rank keeps its shard of it)."
+    import torch
+    w = self.wrap(policy) if self.strategy == 'fsdp' else None   # shard first: the state takes its parameters' shape
+    if w is None or w is policy.model: return optimizer.load_state_dict(state)
+    params, st = _opt_params(optimizer), state['state']
+    with self.whole(policy): whole = [tuple(p.shape) for p in params]
+    keys = sorted({k for s in st.values() for k, v in s.items() if torch.is_tensor(v) and v.dim() and
+                   tuple(v.shape) in whole})
+    local = {i: {k: v for k, v in s.items() if k not in keys} for i, s in st.items()}
+    for k in keys:
+        vals = [st[i][k] if i in st and k in st[i] else torch.zeros(s) for i, s in enumerate(whole)]
+        for i, v in enumerate(self._through_params(policy, params, vals, gather=False)):
+            if i in st and k in st[i]: local[i][k] = v
+    optimizer.load_state_dict({'state': local, 'param_groups': state['param_groups']})
+
+
+# %% ../../nbs/training/082_distributed.ipynb #67a07bba
+def save_unit_state(path, params:list, optimizer, scheduler, dist:Distributed|None=None, policy=None) -> Path:
+    "Write a unit's whole parameters, optimiser and schedule to `path` (rank 0, atomically); every rank waits."
     import torch
     path = Path(path)
+    if dist is not None and dist.strategy == 'fsdp' and policy is None:
+        raise ValueError("save_unit_state: under FSDP pass `policy` (the unit's policy), whose shards are gathered")
+    with whole_params(dist, policy):
+        weights = [p.detach().cpu().clone() for p in params]
+    state = dist.optimizer_state(policy, optimizer) if dist is not None else optimizer.state_dict()
     if dist is None or dist.is_main:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + '.tmp')
-        torch.save({'params': [p.detach().cpu() for p in params], 'optimizer': optimizer.state_dict(),
-                    'scheduler': scheduler.state_dict()}, tmp)
+        torch.save({'params': weights, 'optimizer': state, 'scheduler': scheduler.state_dict()}, tmp)
         os.replace(tmp, path)
     if dist is not None: dist.barrier()
     return path
 
-def load_unit_state(path, params:list, optimizer, scheduler):
-    "Restore what `save_unit_state` wrote into `params`, `optimizer` and `scheduler`."
+def load_unit_state(path, params:list, optimizer, scheduler, dist:Distributed|None=None, policy=None):
+    "Restore what `save_unit_state` wrote into `params`, `optimizer` and `scheduler` (each rank its shard under FSDP)."
     import torch
     st = torch.load(path, weights_only=True)   # tensors and plain containers only: a file that runs code is refused
     if len(st['params']) != len(params):
         raise ValueError(f"{path}: {len(st['params'])} saved parameters for a unit of {len(params)} (another model?)")
-    with torch.no_grad():
+    if dist is not None and dist.strategy == 'fsdp':
+        if policy is None: raise ValueError("load_unit_state: under FSDP pass `policy` (the unit's policy), to shard into")
+        dist.wrap(policy)
+    with whole_params(dist, policy, writeback=True), torch.no_grad():
         for p, v in zip(params, st['params']): p.copy_(v)
-    optimizer.load_state_dict(st['optimizer'])
+    if dist is not None: dist.load_optimizer_state(policy, optimizer, st['optimizer'])
+    else: optimizer.load_state_dict(st['optimizer'])
     scheduler.load_state_dict(st['scheduler'])
+
+
+# %% ../../nbs/training/082_distributed.ipynb #abc145d2
+def _fsdp_checkpoint_rank(rank:int, path:str):
+    "One FSDP rank: update the planner once, save the unit; returns the shapes this rank held."
+    pol, units = tiny_units()
+    dist = Distributed('fsdp', cpu=True)
+    ps, opt, sched = units['planner']
+    update_unit(pol, 'planner', ps, opt, sched, synthetic_rows(pol, 'planner'), micro_batch_size=5, dist=dist)
+    save_unit_state(path, ps, opt, sched, dist, policy=pol)
+    return [tuple(p.shape) for p in ps[:3]]
+

@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/training/trainer.html.md""
 
 # %% ../../nbs/training/084_trainer.ipynb #cf33f5e6
 from __future__ import annotations
-import json, logging, math, os, pickle, random, shutil, tempfile, time
+import contextlib, json, logging, math, os, pickle, random, shutil, tempfile, time
 import yaml
 from dataclasses import dataclass, field
 from omegaconf import OmegaConf
@@ -25,10 +25,11 @@ from ..sandbox.program import run_canaries
 from ..sandbox.runner import allow_unisolated
 from ..scale.cluster import make_run_worker
 from .advantages import ESTIMATORS, zero_variance_batches
-from .distributed import Distributed, rows_from_steps, update_unit
+from .distributed import Distributed, rows_from_steps, update_unit, whole_params
 from fastcore.basics import patch
 
 _log = logging.getLogger(__name__)
+
 
 # %% auto #0
 __all__ = ['STATE_FILE', 'OLD_STATE_FILE', 'SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs',
@@ -326,10 +327,20 @@ def collect(self:Trainer, seeds=None, mode=None, sample_num=None, temperature=No
     t = self.cfg.training
     sample_num = renamed_kwarg('Trainer.collect', 'sample_num', sample_num, 'n', n)
     samp = {'max_tokens': t.max_response_length, **({} if temperature is None else {'temperature': temperature})}
-    return run_sync(arollout(self.cfg, self.policies, mode=mode or t.rollout_mode,
-                             sample_num=sample_num or t.train_sample_num, select=t.branch_select,
-                             seeds=self._train_seeds() if seeds is None else seeds,
-                             worker=self.worker, sampling=samp, seed=t.seed))
+    with self._whole_units():   # under FSDP the trained models are gathered for sampling (every rank rolls out)
+        return run_sync(arollout(self.cfg, self.policies, mode=mode or t.rollout_mode,
+                                 sample_num=sample_num or t.train_sample_num, select=t.branch_select,
+                                 seeds=self._train_seeds() if seeds is None else seeds,
+                                 worker=self.worker, sampling=samp, seed=t.seed))
+
+@patch
+@contextlib.contextmanager
+def _whole_units(self:Trainer, writeback:bool=False):
+    "Within the block every unit's model is whole on this rank (`Distributed.whole`; nothing to do in one process)."
+    with contextlib.ExitStack() as stack:
+        for p in {id(u.policy): u.policy for u in self.units}.values(): stack.enter_context(whole_params(self.dist, p, writeback))
+        yield
+
 
 # %% ../../nbs/training/084_trainer.ipynb #d1581931
 @patch
@@ -452,16 +463,23 @@ def save_checkpoint(self:Trainer) -> Path:
     "Write a checkpoint for the current step (atomically) and point `latest` at it."
     import torch
     final = self.ckpt_dir / f"step_{self.step:06d}"
-    if self.dist is not None and not self.dist.is_main:   # across processes rank 0 writes, the others wait for it
+    main = self.dist is None or self.dist.is_main   # across processes rank 0 writes, the others gather with it and wait
+    if main:
+        self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.ckpt_dir, prefix=f".step_{self.step:06d}."))
+    for u in self.units:   # whole on every rank: FSDP gathers each unit's shards (a collective), DDP and one process have them
+        with whole_params(self.dist, u.policy):
+            weights = {n: p.detach().cpu().clone() for n, p in u.policy.model.named_parameters() if any(p is q for q in u.params())}
+            if main:
+                d = tmp / 'units' / u.name; d.mkdir(parents=True)
+                if u.adapter is not None: u.policy.save_adapter(u.adapter, d / 'adapter')
+        opt = self.dist.optimizer_state(u.policy, u.optimizer) if self.dist is not None else u.optimizer.state_dict()
+        if main:
+            torch.save(weights, d / 'weights.pt')
+            torch.save({'optimizer': opt, 'scheduler': u.scheduler.state_dict()}, d / 'optim.pt')
+    if not main:
         self.dist.barrier()
         return final
-    self.ckpt_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=self.ckpt_dir, prefix=f".step_{self.step:06d}."))
-    for u in self.units:
-        d = tmp / 'units' / u.name; d.mkdir(parents=True)
-        torch.save({n: p.detach().cpu() for n, p in u.policy.model.named_parameters() if any(p is q for q in u.params())}, d / 'weights.pt')
-        torch.save({'optimizer': u.optimizer.state_dict(), 'scheduler': u.scheduler.state_dict()}, d / 'optim.pt')
-        if u.adapter is not None: u.policy.save_adapter(u.adapter, d / 'adapter')
     state = {'step': self.step, 'history': self.history, 'rng': self.rng.getstate(), 'torch_rng': torch.get_rng_state(),
              'py_rng': random.getstate(), 'policy_calls': [getattr(p, 'calls', 0) for p in self._policy_list()]}
     (tmp / STATE_FILE).write_text(json.dumps(state_to_json(state)))
@@ -471,6 +489,7 @@ def save_checkpoint(self:Trainer) -> Path:
     _atomic_write(self.ckpt_dir / 'latest', final.name.encode())
     if self.dist is not None: self.dist.barrier()
     return final
+
 
 # %% ../../nbs/training/084_trainer.ipynb #59570173
 @patch
@@ -496,16 +515,20 @@ def load_checkpoint(self:Trainer, path=None) -> Path|None:
         named = dict(u.policy.model.named_parameters())
         missing = [n for n in w if n not in named]
         if missing: raise ValueError(f"checkpoint {path}: unit {u.name!r} has weights {missing[:3]} this model lacks (a different config?)")
-        with torch.no_grad():
+        if self.dist is not None and self.dist.strategy == 'fsdp': self.dist.wrap(u.policy)   # shard, then load into it
+        with whole_params(self.dist, u.policy, writeback=True), torch.no_grad():
             for n, v in w.items(): named[n].copy_(v)
         o = torch.load(d / 'optim.pt', weights_only=True)
-        u.optimizer.load_state_dict(o['optimizer']); u.scheduler.load_state_dict(o['scheduler'])
+        if self.dist is not None: self.dist.load_optimizer_state(u.policy, u.optimizer, o['optimizer'])
+        else: u.optimizer.load_state_dict(o['optimizer'])
+        u.scheduler.load_state_dict(o['scheduler'])
     st = state_from_json(json.loads((path / STATE_FILE).read_text()))
     self.step, self.history = st['step'], st['history']
     self.rng.setstate(st['rng']); torch.set_rng_state(st['torch_rng']); random.setstate(st['py_rng'])
     for p, c in zip(self._policy_list(), st['policy_calls']): p.calls = c
     _log.info("resumed from %s at step %d", path, self.step)
     return path
+
 
 # %% ../../nbs/training/084_trainer.ipynb #4a17b8a0
 def _pickled(path) -> str:
@@ -723,4 +746,10 @@ def distribute(self:Trainer,
                strategy:str='ddp'):         # a new rank's strategy: 'ddp' or 'fsdp' (`training.distributed.STRATEGIES`)
     "Train across the processes of a torch.distributed group: every unit's update shards its rows over the ranks."
     self.dist = dist if dist is not None else Distributed(strategy)
+    if self.dist.strategy == 'fsdp':   # shard every unit's model now; what its optimiser holds (a resumed run) goes along
+        for u in self.units:
+            held = u.optimizer.state_dict()
+            self.dist.wrap(u.policy)
+            self.dist.load_optimizer_state(u.policy, u.optimizer, held)
     return self
+
