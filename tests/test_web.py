@@ -153,6 +153,19 @@ def test_text_and_browser_modes_agree(policy, seed):
 
 
 @needs_browser
+def test_browser_shop_sessions_end_with_their_episodes_in_tree_mode():
+    "A browser episode, and every branch (rebuilt in a session of its own), leaves no shop session behind."
+    from pettingllms_nb.envs.web import env as W
+    def mixed(request, rng): return oracle_policy(request) if rng.random() < 0.5 else random_policy(request, rng)
+    live = lambda: sum(len(app.sessions) for app in set(W._APPS.values()))
+    before = live()
+    t = rollout('web_env', mixed, mode='tree', sample_num=2, seeds=range(2), split='test', backend='browser', max_turns=4,
+                screenshots=False)
+    assert len(t.episodes) == 2 and len(t) > 4
+    assert live() == before
+
+
+@needs_browser
 def test_hostile_pages_cannot_take_the_browser_off_the_site():
     env = WebEnv(split='test', backend='browser', screenshots=False)
     env.reset(0)

@@ -87,7 +87,6 @@ class Distributed:
     def barrier(self): self.acc.wait_for_everyone()
     def __repr__(self): return f"Distributed({self.strategy}, rank {self.rank}/{self.world_size}, {self.device})"
 
-
 # %% ../../nbs/training/082_distributed.ipynb #c98bd255
 class _Forward:
     "`policy.model` during a distributed update: calls go through the wrapper, attributes to the model."
@@ -132,7 +131,6 @@ def forward_through(self:Distributed, policy):
     finally: policy.model = model
 
 
-
 # %% ../../nbs/training/082_distributed.ipynb #20918636
 @patch
 @contextlib.contextmanager
@@ -147,7 +145,6 @@ def whole(self:Distributed, policy, writeback:bool=False):
 def whole_params(dist:Distributed|None, policy, writeback:bool=False):
     "`dist.whole(policy)`, or nothing to do in one process (`dist` None)."
     return dist.whole(policy, writeback) if dist is not None else contextlib.nullcontext()
-
 
 # %% ../../nbs/training/082_distributed.ipynb #bfa264db
 _DUMMY = UpdateRow([0], [0], [0.0], 0.0)
@@ -235,7 +232,6 @@ def update_unit(policy,                      # the policy holding the unit (`HFP
     return {**agg, 'grad_norm': float(gn), 'lr': scheduler.get_last_lr()[0], 'sequences': int(n_rows),
             'tokens': int(total)}
 
-
 # %% ../../nbs/training/082_distributed.ipynb #d35f9529
 def _free_port() -> int:
     with socket.socket() as s:
@@ -315,7 +311,6 @@ def _parity_rank(rank:int, strategy:str, micro_batch_size:int):
     m = update_unit(pol, 'planner', ps, opt, sched, rows, micro_batch_size=micro_batch_size, dist=dist)
     with whole_params(dist, pol): return [p.detach().clone() for p in ps], m   # FSDP: gathered from the shards
 
-
 # %% ../../nbs/training/082_distributed.ipynb #8f002698
 @patch
 def _through_params(self:Distributed, policy, params:list, values:list, gather:bool) -> list:
@@ -375,7 +370,6 @@ def load_optimizer_state(self:Distributed, policy, optimizer, state:dict):
             if i in st and k in st[i]: local[i][k] = v
     optimizer.load_state_dict({'state': local, 'param_groups': state['param_groups']})
 
-
 # %% ../../nbs/training/082_distributed.ipynb #67a07bba
 def save_unit_state(path, params:list, optimizer, scheduler, dist:Distributed|None=None, policy=None) -> Path:
     "Write a unit's whole parameters, optimiser and schedule to `path` (rank 0, atomically); every rank waits."
@@ -409,7 +403,6 @@ def load_unit_state(path, params:list, optimizer, scheduler, dist:Distributed|No
     else: optimizer.load_state_dict(st['optimizer'])
     scheduler.load_state_dict(st['scheduler'])
 
-
 # %% ../../nbs/training/082_distributed.ipynb #abc145d2
 def _fsdp_checkpoint_rank(rank:int, path:str):
     "One FSDP rank: update the planner once, save the unit; returns the shapes this rank held."
@@ -419,4 +412,3 @@ def _fsdp_checkpoint_rank(rank:int, path:str):
     update_unit(pol, 'planner', ps, opt, sched, synthetic_rows(pol, 'planner'), micro_batch_size=5, dist=dist)
     save_unit_state(path, ps, opt, sched, dist, policy=pol)
     return [tuple(p.shape) for p in ps[:3]]
-

@@ -30,7 +30,6 @@ from fastcore.basics import patch
 
 _log = logging.getLogger(__name__)
 
-
 # %% auto #0
 __all__ = ['STATE_FILE', 'OLD_STATE_FILE', 'SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs',
            'warm_start_cache', 'warm_start_key', 'build_tiny_base', 'successful_pairs', 'sft_base', 'build_units',
@@ -341,7 +340,6 @@ def _whole_units(self:Trainer, writeback:bool=False):
         for p in {id(u.policy): u.policy for u in self.units}.values(): stack.enter_context(whole_params(self.dist, p, writeback))
         yield
 
-
 # %% ../../nbs/training/084_trainer.ipynb #d1581931
 @patch
 def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
@@ -490,7 +488,6 @@ def save_checkpoint(self:Trainer) -> Path:
     if self.dist is not None: self.dist.barrier()
     return final
 
-
 # %% ../../nbs/training/084_trainer.ipynb #59570173
 @patch
 def _policy_list(self:Trainer) -> list:
@@ -528,7 +525,6 @@ def load_checkpoint(self:Trainer, path=None) -> Path|None:
     for p, c in zip(self._policy_list(), st['policy_calls']): p.calls = c
     _log.info("resumed from %s at step %d", path, self.step)
     return path
-
 
 # %% ../../nbs/training/084_trainer.ipynb #4a17b8a0
 def _pickled(path) -> str:
@@ -752,4 +748,3 @@ def distribute(self:Trainer,
             self.dist.wrap(u.policy)
             self.dist.load_optimizer_state(u.policy, u.optimizer, held)
     return self
-

@@ -25,7 +25,18 @@ __all__ = ['BENCHMARKS', 'PROMPT_STYLES', 'WALKTHROUGHS', 'generated_game', 'Alf
 
 # %% ../../../nbs/envs/alfworld/174_env.ipynb #a8945026
 BENCHMARKS, PROMPT_STYLES = ('generated', 'alfworld', 'textworld'), ('full', 'compact')
-WALKTHROUGHS: dict = {}                  # problem uid -> the planner's plan from the start (for scripted oracles only)
+
+class _Recent(collections.OrderedDict):
+    "A dict that keeps the `most` keys set most recently: a long run meets new problems without end."
+    def __init__(self, most:int=4096, *args, **kwargs):
+        self.most = most
+        super().__init__(*args, **kwargs)
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.most: self.popitem(last=False)
+
+WALKTHROUGHS = _Recent(4096)   # problem uid -> the planner's plan from the start (for scripted oracles only)
 _TASKS = collections.OrderedDict()
 
 def generated_game(seed:int, task_types=None, size:int|None=None) -> Game:

@@ -296,6 +296,7 @@ class Start:
     navigations: bool = True          # links and forms load pages (the shop); False: a one-page app (MiniWoB)
     status_js: str|None = None        # JS returning the task's status (MiniWoB's reward), read after each action
     new_session: object = None        # fn() -> session, for starts that need a fresh server-side session
+    drop_session: object = None       # fn(session): the server forgets it (the episode, or its branch, is over)
     restore: bool = False             # the page's state lives in its session: come back by reloading the last page load
 
 class BrowserPage:
@@ -303,14 +304,25 @@ class BrowserPage:
     def __init__(self, start:Start, pool:BrowserPool|None=None, screenshots:bool=True):
         self.start, self.pool, self.screenshots = start, pool or shared_pool(), screenshots
         self.history, self.obs, self.url, self.status, self.screenshot = [], None, '', {}, None
-        self.session, self.replays, self.restores, self.reads = None, 0, 0, 0
+        self._owned = [None]                               # its server-side session, shared with the finaliser
+        self.replays, self.restores, self.reads = 0, 0, 0
         self._at = None                                    # (URL, actions before it) of the last page load
         self._slot = [None]                                # the current lease, shared with the finaliser
-        self._fin = weakref.finalize(self, _release_slot, self.pool, self._slot)
+        self._fin = weakref.finalize(self, _release_page, self.pool, self._slot, self._owned, start.drop_session)
+
+    @property
+    def session(self): return self._owned[0]
+    @session.setter
+    def session(self, s): self._owned[0] = s
 
 def _release_slot(pool, slot):
     pool.release(slot[0])
     slot[0] = None
+
+def _release_page(pool, slot, owned, drop):
+    "Give the context back and have the server forget the session (a page closed, or collected unclosed)."
+    _release_slot(pool, slot)
+    if owned[0] is not None and drop is not None: drop(owned[0])   # the page keeps it to read (a final reward)
 
 # %% ../../../nbs/envs/web/188_web_browser.ipynb #8697ddcf
 @patch
@@ -356,7 +368,9 @@ async def _lease(self:BrowserPage):
             await lease.page.goto(url, wait_until='load')
             self.restores += 1
         else:
-            if self.start.new_session is not None: self.session = self.start.new_session()
+            if self.start.new_session is not None:   # a fresh start: the old session (if any) goes first
+                if self.session is not None and self.start.drop_session is not None: self.start.drop_session(self.session)
+                self.session = self.start.new_session()
             await self.start.load(lease.page, self)
             done, self.replays = 0, self.replays + (1 if self.history else 0)
         todo = self.history[done:]
@@ -493,8 +507,8 @@ def clone(self:BrowserPage) -> BrowserPage:
 
 @patch
 def close(self:BrowserPage):
-    "The episode is over: close its context."
-    _release_slot(self.pool, self._slot)
+    "The episode is over: close its context, and the server forgets its session."
+    _release_page(self.pool, self._slot, self._owned, self.start.drop_session)
 
 # %% ../../../nbs/envs/web/188_web_browser.ipynb #e15ad8e9
 def shop_start(app, goal:dict, viewport=(800, 640)) -> Start:
@@ -503,7 +517,8 @@ def shop_start(app, goal:dict, viewport=(800, 640)) -> Start:
     srv = shop_server(app)
     async def load(page, bp):
         await page.goto(srv.url(bp.session.sid), wait_until='load')
-    return Start(load, (f"{srv.origin}/s/",), viewport, new_session=lambda: app.new_session(goal), restore=True)
+    return Start(load, (f"{srv.origin}/s/",), viewport, new_session=lambda: app.new_session(goal),
+                 drop_session=lambda s: app.drop_session(s.sid), restore=True)
 
 # %% ../../../nbs/envs/web/188_web_browser.ipynb #0b6c74bd
 MINIWOB_STATUS_JS = ("() => ({done: !!WOB_DONE_GLOBAL, raw_reward: Number(WOB_RAW_REWARD_GLOBAL), "
