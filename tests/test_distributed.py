@@ -42,7 +42,7 @@ def rank_update(rank, strategy, steps, micro_batch_size, sharded, ckpt, resume):
         return _weights(ps), _weights(units['executor'][0]), ms, (dist.rank, dist.world_size, shard)
 
 
-def _max_diff(a, b): return max(float((x - y).abs().max()) for x, y in zip(a, b))
+def _max_diff(a, b): return max(float((x - y).detach().abs().max()) for x, y in zip(a, b))
 
 
 @pytest.fixture(scope='module')
@@ -99,6 +99,18 @@ def test_fsdp_checkpoint_holds_the_whole_unit(tmp_path):
             assert torch.equal(v, fsdp['optimizer']['state'][i][k]), (i, k)
             moved += k == 'exp_avg' and bool(v.abs().max() > 0)
     assert moved >= len(full) // 2                                          # (the moments are not all zeros)
+
+
+def test_ddp_checkpoint_needs_no_policy(tmp_path):
+    "Under DDP (here a group of one) the unit's parameters are all a checkpoint needs, as before FSDP took `policy`."
+    pol, units = D.tiny_units()
+    dist = D.Distributed('ddp', cpu=True)
+    D.update_unit(pol, 'planner', *units['planner'], D.synthetic_rows(pol, 'planner'), micro_batch_size=5, dist=dist)
+    D.save_unit_state(tmp_path / 'p.pt', *units['planner'], dist)
+    pol2, units2 = D.tiny_units()
+    D.load_unit_state(tmp_path / 'p.pt', *units2['planner'], dist)
+    assert all(torch.equal(a, b) for a, b in zip(units['planner'][0], units2['planner'][0]))
+    assert units2['planner'][1].state_dict()['state'] and _max_diff(units['planner'][0], D.tiny_units()[1]['planner'][0]) > 1e-4
 
 
 def test_strategy_is_checked():

@@ -133,11 +133,19 @@ def forward_through(self:Distributed, policy):
 
 # %% ../../nbs/training/082_distributed.ipynb #20918636
 @patch
+def _sharded(self:Distributed, policy):
+    "The FSDP wrapper of `policy`'s model if it has been sharded (None: DDP, one process, not yet, or no model)."
+    if self.strategy != 'fsdp' or policy is None: return None
+    model = getattr(policy, 'model', None)
+    w = self._wrapped.get(id(model))
+    return None if w is None or w is model else w
+
+@patch
 @contextlib.contextmanager
 def whole(self:Distributed, policy, writeback:bool=False):
     "Within the block `policy.model`'s parameters are whole on this rank (`writeback`: what is written there stays)."
-    w = self._wrapped.get(id(policy.model))
-    if self.strategy != 'fsdp' or w is None or w is policy.model: yield
+    w = self._sharded(policy)
+    if w is None: yield
     else:
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         with FSDP.summon_full_params(w, writeback=writeback): yield
@@ -335,9 +343,8 @@ def _opt_params(optimizer) -> list: return [p for g in optimizer.param_groups fo
 def optimizer_state(self:Distributed, policy, optimizer) -> dict:
     "`optimizer.state_dict()` as one process holding the whole unit has it (FSDP gathers it: every rank calls this)."
     import torch, torch.distributed as td
-    w = self._wrapped.get(id(policy.model))
     sd = optimizer.state_dict()
-    if self.strategy != 'fsdp' or w is None or w is policy.model: return sd
+    if self._sharded(policy) is None: return sd
     params, st = _opt_params(optimizer), sd['state']
     shard = lambda i, v: torch.is_tensor(v) and v.shape == params[i].shape
     mine = {i: {k: (None if shard(i, v) else v) for k, v in s.items()} for i, s in st.items()}
@@ -357,8 +364,8 @@ def optimizer_state(self:Distributed, policy, optimizer) -> dict:
 def load_optimizer_state(self:Distributed, policy, optimizer, state:dict):
     "Load a whole `optimizer_state` into `optimizer` (under FSDP each rank keeps its shard of it)."
     import torch
-    w = self.wrap(policy) if self.strategy == 'fsdp' else None   # shard first: the state takes its parameters' shape
-    if w is None or w is policy.model: return optimizer.load_state_dict(state)
+    if self.strategy == 'fsdp' and policy is not None: self.wrap(policy)   # shard first: the state takes its parameters' shape
+    if self._sharded(policy) is None: return optimizer.load_state_dict(state)
     params, st = _opt_params(optimizer), state['state']
     with self.whole(policy): whole = [tuple(p.shape) for p in params]
     keys = sorted({k for s in st.values() for k, v in s.items() if torch.is_tensor(v) and v.dim() and
