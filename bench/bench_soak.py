@@ -3,7 +3,8 @@ and the shop's server-side sessions, sampled every N steps, with their growth pe
 
 Each preset trains from its tiny base (no warm start: the soak is about resources, not learning) in tree mode, with
 validation and checkpoints off so every step is a training step. The goal is flat: no growth of sessions, contexts,
-processes or descriptors, and RSS growth under 5% per 100 steps after the first 100 (what issue 26 asks).
+processes or descriptors, and RSS growth under 5% per 100 steps after the first 100 (what issue 26 asks): printed
+from the sample at step 100 to the last, and from the least-squares line through all the samples from step 100.
 
     python bench/bench_soak.py [--presets tiny_web_shop tiny_alfworld] [--steps 300] [--every 25] [--backend text|browser]
 
@@ -46,6 +47,15 @@ def growth(rows:list, key:str, after:int=100) -> tuple:
     return per100, (100 * per100 / base[key]) if base[key] else float('nan')
 
 
+def slope(rows:list, key:str, after:int=100) -> tuple:
+    "`growth` from the least-squares line through every sample from `after` on (one noisy sample moves it less)."
+    pts = [(r['step'], r[key]) for r in rows if r['step'] >= after]
+    if len(pts) < 3: return float('nan'), float('nan')
+    mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+    per100 = 100 * sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    return per100, (100 * per100 / my) if my else float('nan')
+
+
 def soak(preset:str, steps:int, every:int, backend:str) -> list:
     from pettingllms_nb.training.trainer import Trainer
     overrides = [f'training.total_training_steps={steps}', 'training.rollout_mode=tree', 'training.val_freq=0',
@@ -79,11 +89,13 @@ def main():
     for preset in a.presets:
         print(f"{preset}: {a.steps} tree-mode steps, sampled every {a.every}", flush=True)
         rows = soak(preset, a.steps, a.every, a.backend)
-        summary.append((preset, {k: growth(rows, k) for k in ('rss_mb', 'fds', 'children', 'contexts', 'sessions')}))
+        summary.append((preset, {k: growth(rows, k) for k in ('rss_mb', 'fds', 'children', 'contexts', 'sessions')},
+                        slope(rows, 'rss_mb')))
     print("\ngrowth per 100 steps after step 100 (flat is the goal; RSS also as % of its value at step 100)")
-    for preset, g in summary:
+    for preset, g, (s100, spct) in summary:
         cells = '  '.join(f"{k} {v[0]:+.1f}" + (f" ({v[1]:+.1f}%)" if k == 'rss_mb' else '') for k, v in g.items())
         print(f"  {preset:16} {cells}")
+        print(f"  {'':16} RSS by the least-squares line through the samples from step 100: {s100:+.1f} MB ({spct:+.1f}%)")
 
 
 if __name__ == '__main__':
