@@ -185,7 +185,8 @@ def clip_grad_norm(params:list, max_norm:float, dist:Distributed|None=None) -> f
     import torch
     if dist is not None and dist.strategy == 'fsdp':   # each rank holds a disjoint shard of every gradient
         grads = [p.grad for p in params if p.grad is not None]
-        gn = math.sqrt(dist.all_sum([sum(float(g.detach().double().pow(2).sum()) for g in grads)])[0])
+        sq = sum(g.detach().double().pow(2).sum() for g in grads)   # summed where the gradients are (0: this rank has none)
+        gn = math.sqrt(dist.all_sum([float(sq)])[0])   # one read of the device per update, not one per parameter
         if max_norm:
             for g in grads: g.mul_(min(1.0, max_norm / (gn + 1e-6)))   # torch's own rule
         return gn
