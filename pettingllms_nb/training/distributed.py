@@ -369,13 +369,14 @@ def load_optimizer_state(self:Distributed, policy, optimizer, state:dict):
     if self._sharded(policy) is None: return optimizer.load_state_dict(state)
     params, st = _opt_params(optimizer), state['state']
     with self.whole(policy): whole = [tuple(p.shape) for p in params]
-    keys = sorted({k for s in st.values() for k, v in s.items() if torch.is_tensor(v) and v.dim() and
-                   tuple(v.shape) in whole})
-    local = {i: {k: v for k, v in s.items() if k not in keys} for i, s in st.items()}
+    # a state tensor is sharded when it has its own parameter's whole shape (Adam's moments; not its scalar `step`)
+    per_param = lambda i, v: i < len(whole) and torch.is_tensor(v) and v.dim() > 0 and tuple(v.shape) == whole[i]
+    keys = sorted({k for i, s in st.items() for k, v in s.items() if per_param(i, v)})
+    local = {i: {k: v for k, v in s.items() if not per_param(i, v)} for i, s in st.items()}
     for k in keys:
-        vals = [st[i][k] if i in st and k in st[i] else torch.zeros(s) for i, s in enumerate(whole)]
+        vals = [st[i][k] if per_param(i, st.get(i, {}).get(k)) else torch.zeros(s) for i, s in enumerate(whole)]
         for i, v in enumerate(self._through_params(policy, params, vals, gather=False)):
-            if i in st and k in st[i]: local[i][k] = v
+            if per_param(i, st.get(i, {}).get(k)): local[i][k] = v
     optimizer.load_state_dict({'state': local, 'param_groups': state['param_groups']})
 
 # %% ../../nbs/training/082_distributed.ipynb #67a07bba
