@@ -18,7 +18,7 @@ STRATEGIES = ('ddp', 'fsdp')   # data parallel with a full copy per rank; fully 
 
 # %% auto #0
 __all__ = ['STRATEGIES', 'UpdateRow', 'rows_from_steps', 'Distributed', 'whole_params', 'clip_grad_norm', 'update_unit', 'launch',
-           'synthetic_rows', 'tiny_units', 'save_unit_state', 'load_unit_state']
+           'synthetic_rows', 'tiny_units', 'gather_unit', 'scatter_unit', 'save_unit_state', 'load_unit_state']
 
 # %% ../../nbs/training/082_distributed.ipynb #2923aa53
 @dataclass
@@ -380,15 +380,33 @@ def load_optimizer_state(self:Distributed, policy, optimizer, state:dict):
     optimizer.load_state_dict({'state': local, 'param_groups': state['param_groups']})
 
 # %% ../../nbs/training/082_distributed.ipynb #67a07bba
+def gather_unit(params:list, optimizer, dist:Distributed|None=None, policy=None, while_whole=None) -> tuple[list, dict]:
+    "A unit's whole parameters (CPU copies, in `params` order) and optimiser state; every rank calls it (FSDP gathers)."
+    if dist is not None and dist.strategy == 'fsdp' and policy is None:
+        raise ValueError("gather_unit: under FSDP pass `policy` (the unit's policy), whose shards are gathered")
+    with whole_params(dist, policy):
+        weights = [p.detach().cpu().clone() for p in params]
+        if while_whole is not None: while_whole()   # e.g. saving a PEFT adapter, which reads the whole weights
+    return weights, (dist.optimizer_state(policy, optimizer) if dist is not None else optimizer.state_dict())
+
+def scatter_unit(params:list, weights:list, optimizer, state:dict, dist:Distributed|None=None, policy=None):
+    "`gather_unit` undone: whole `weights` into `params` and `state` into `optimizer` (each rank its shard under FSDP)."
+    import torch
+    if len(weights) != len(params):
+        raise ValueError(f"scatter_unit: {len(weights)} saved parameters for a unit of {len(params)} (another model?)")
+    if dist is not None and dist.strategy == 'fsdp':
+        if policy is None: raise ValueError("scatter_unit: under FSDP pass `policy` (the unit's policy), to shard into")
+        dist.wrap(policy)
+    with whole_params(dist, policy, writeback=True), torch.no_grad():
+        for p, v in zip(params, weights): p.copy_(v)
+    if dist is not None: dist.load_optimizer_state(policy, optimizer, state)
+    else: optimizer.load_state_dict(state)
+
 def save_unit_state(path, params:list, optimizer, scheduler, dist:Distributed|None=None, policy=None) -> Path:
     "Write a unit's whole parameters, optimiser and schedule to `path` (rank 0, atomically); every rank waits."
     import torch
     path = Path(path)
-    if dist is not None and dist.strategy == 'fsdp' and policy is None:
-        raise ValueError("save_unit_state: under FSDP pass `policy` (the unit's policy), whose shards are gathered")
-    with whole_params(dist, policy):
-        weights = [p.detach().cpu().clone() for p in params]
-    state = dist.optimizer_state(policy, optimizer) if dist is not None else optimizer.state_dict()
+    weights, state = gather_unit(params, optimizer, dist, policy)
     if dist is None or dist.is_main:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + '.tmp')
@@ -403,13 +421,7 @@ def load_unit_state(path, params:list, optimizer, scheduler, dist:Distributed|No
     st = torch.load(path, weights_only=True)   # tensors and plain containers only: a file that runs code is refused
     if len(st['params']) != len(params):
         raise ValueError(f"{path}: {len(st['params'])} saved parameters for a unit of {len(params)} (another model?)")
-    if dist is not None and dist.strategy == 'fsdp':
-        if policy is None: raise ValueError("load_unit_state: under FSDP pass `policy` (the unit's policy), to shard into")
-        dist.wrap(policy)
-    with whole_params(dist, policy, writeback=True), torch.no_grad():
-        for p, v in zip(params, st['params']): p.copy_(v)
-    if dist is not None: dist.load_optimizer_state(policy, optimizer, st['optimizer'])
-    else: optimizer.load_state_dict(st['optimizer'])
+    scatter_unit(params, st['params'], optimizer, st['optimizer'], dist, policy)
     scheduler.load_state_dict(st['scheduler'])
 
 # %% ../../nbs/training/082_distributed.ipynb #abc145d2

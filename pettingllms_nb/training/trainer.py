@@ -25,7 +25,7 @@ from ..sandbox.program import run_canaries
 from ..sandbox.runner import allow_unisolated
 from ..scale.cluster import make_run_worker
 from .advantages import ESTIMATORS, zero_variance_batches
-from .distributed import Distributed, rows_from_steps, update_unit, whole_params
+from .distributed import Distributed, rows_from_steps, update_unit, whole_params, gather_unit, scatter_unit
 from fastcore.basics import patch
 
 _log = logging.getLogger(__name__)
@@ -451,6 +451,11 @@ def is_checkpoint(path) -> bool:
     "Whether `path` is a checkpoint folder `save_checkpoint` wrote (today's, or an old pickle one)."
     return (Path(path) / STATE_FILE).exists() or (Path(path) / OLD_STATE_FILE).exists()
 
+def _unit_named(u) -> tuple[list, list]:
+    "The names and parameters of unit `u`'s trained weights, in the model's order (what a checkpoint keeps)."
+    named = [(n, p) for n, p in u.policy.model.named_parameters() if any(p is q for q in u.params())]
+    return [n for n, _ in named], [p for _, p in named]
+
 def _atomic_write(path:Path, data:bytes):
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix='.tmp')
     with os.fdopen(fd, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
@@ -466,14 +471,14 @@ def save_checkpoint(self:Trainer) -> Path:
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=self.ckpt_dir, prefix=f".step_{self.step:06d}."))
     for u in self.units:   # whole on every rank: FSDP gathers each unit's shards (a collective), DDP and one process have them
-        with whole_params(self.dist, u.policy):
-            weights = {n: p.detach().cpu().clone() for n, p in u.policy.model.named_parameters() if any(p is q for q in u.params())}
-            if main:
-                d = tmp / 'units' / u.name; d.mkdir(parents=True)
-                if u.adapter is not None: u.policy.save_adapter(u.adapter, d / 'adapter')
-        opt = self.dist.optimizer_state(u.policy, u.optimizer) if self.dist is not None else u.optimizer.state_dict()
+        names, params = _unit_named(u)
+        d = tmp / 'units' / u.name if main else None
+        def adapter(u=u, d=d):
+            d.mkdir(parents=True)
+            if u.adapter is not None: u.policy.save_adapter(u.adapter, d / 'adapter')
+        weights, opt = gather_unit(params, u.optimizer, self.dist, u.policy, while_whole=adapter if main else None)
         if main:
-            torch.save(weights, d / 'weights.pt')
+            torch.save(dict(zip(names, weights)), d / 'weights.pt')
             torch.save({'optimizer': opt, 'scheduler': u.scheduler.state_dict()}, d / 'optim.pt')
     if not main:
         self.dist.barrier()
@@ -512,12 +517,8 @@ def load_checkpoint(self:Trainer, path=None) -> Path|None:
         named = dict(u.policy.model.named_parameters())
         missing = [n for n in w if n not in named]
         if missing: raise ValueError(f"checkpoint {path}: unit {u.name!r} has weights {missing[:3]} this model lacks (a different config?)")
-        if self.dist is not None and self.dist.strategy == 'fsdp': self.dist.wrap(u.policy)   # shard, then load into it
-        with whole_params(self.dist, u.policy, writeback=True), torch.no_grad():
-            for n, v in w.items(): named[n].copy_(v)
         o = torch.load(d / 'optim.pt', weights_only=True)
-        if self.dist is not None: self.dist.load_optimizer_state(u.policy, u.optimizer, o['optimizer'])
-        else: u.optimizer.load_state_dict(o['optimizer'])
+        scatter_unit([named[n] for n in w], list(w.values()), u.optimizer, o['optimizer'], self.dist, u.policy)
         u.scheduler.load_state_dict(o['scheduler'])
     st = state_from_json(json.loads((path / STATE_FILE).read_text()))
     self.step, self.history = st['step'], st['history']
