@@ -123,6 +123,39 @@ def test_garbage_planner_keeps_the_plan():
 
 # -- replay clones -----------------------------------------------------------------------------
 
+@pytest.mark.skipif(not Path('/proc/self/maps').exists(), reason='counts mapped libraries through /proc (Linux)')
+def test_planner_libraries_number_the_most_games_alive_at_once():
+    "Each live game maps its own 33 MB copy of libdownward.so; closed games give theirs to the next, so none is loaded anew."
+    from pettingllms_nb.envs.alfworld.data import generate_task
+    def copies(): return len({l.split()[-2] for l in open('/proc/self/maps') if 'libdownward' in l})
+    tasks = [generate_task(s, None, 3) for s in range(12)]
+    first = [AlfredEngine(t.game()) for t in tasks]
+    peak = copies()
+    for e in first: e.close()
+    again = [AlfredEngine(t.game()) for t in tasks]
+    assert copies() == peak
+    for e in again: e.close()
+    with pytest.raises(AttributeError): first[0].step('look')   # a closed game fails in Python, not in the library
+    t = generate_solvable(3)
+    eng = AlfredEngine(t.game())
+    for c in t.walkthrough: obs = eng.step(c)
+    assert obs.won and copies() == peak   # a pooled library still plays
+
+
+@pytest.mark.skipif(not Path('/proc/self/maps').exists(), reason='counts mapped libraries through /proc (Linux)')
+def test_a_warm_start_keeps_a_chunk_of_rooms_alive_not_all():
+    "warm_start_pairs plays its problems `chunk` at a time: 12 rooms in chunks of 4 map about 4 planner copies, not 12."
+    code = ("import sys\nfrom pettingllms_nb.core.config import load_config\n"
+            "from pettingllms_nb.training.trainer import warm_start_pairs\n"
+            "pairs = warm_start_pairs(load_config('tiny_alfworld'), n_seeds=12, chunk=int(sys.argv[1]))\n"
+            "print(len(pairs), len({l.split()[-2] for l in open('/proc/self/maps') if 'libdownward' in l}))")
+    def run(chunk):
+        r = subprocess.run([sys.executable, '-c', code, str(chunk)], capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return [int(x) for x in r.stdout.split()[-2:]]
+    (n4, libs4), (n12, libs12) = run(4), run(12)
+    assert n4 == n12 and libs4 <= 6 and libs12 >= 12, (libs4, libs12)
+
 def test_replay_clones_equal_the_original():
     env = AlfworldEnv(); env.reset(33)
     rng = random.Random(1)

@@ -353,6 +353,9 @@ CATALOGUE = [
     ('tiny_plan_path', ['agent_policy_configs.agent_configs.agent_0.kwargs.temprature=1'],
      'agent_policy_configs.agent_configs.agent_0.kwargs.temprature=1', "not a parameter of agent"),
     ('tiny_plan_path', ['training.max_infra_error_share=2'], 'training.max_infra_error_share=2.0', 'allowed values are in [0, 1]'),
+    ('tiny_plan_path', ['training.tiny_vocab=bytes'], "training.tiny_vocab='bytes'", "allowed values are ['char', 'bpe']"),
+    ('tiny_alfworld', ['training.warmstart_lr_schedule=cosin'], "training.warmstart_lr_schedule='cosin'", "did you mean 'cosine'"),
+    ('tiny_plan_path', ['training.tiny_vocab_size=100'], 'training.tiny_vocab_size=100', 'allowed values are numbers >= 260'),
 ]
 
 

@@ -337,6 +337,37 @@ def test_a_larger_tiny_model_is_a_config_option(tmp_path, monkeypatch):
     assert json.loads((cold / 'config.json').read_text())['num_hidden_layers'] == 1
 
 
+def test_a_bpe_tiny_model_learns_its_words_from_the_demonstrations(tmp_path, monkeypatch):
+    "training.tiny_vocab=bpe: the tokenizer is trained on the warm start's texts (a prompt in fewer tokens), cached apart."
+    import json
+    from pettingllms_nb.core.config import load_config
+    from pettingllms_nb.models.tiny import load_tiny
+    from pettingllms_nb.training import trainer as T
+    monkeypatch.setenv('PETTINGLLMS_NB_CACHE', str(tmp_path / 'cache'))
+    over = ['training.warmstart_steps=4', 'training.tiny_vocab=bpe', 'training.tiny_vocab_size=300']
+    char = T.build_tiny_base(load_config('tiny_plan_path', over[:1]), tmp_path / 'char')
+    bpe = T.build_tiny_base(load_config('tiny_plan_path', over), tmp_path / 'bpe')
+    pairs = T.warm_start_pairs(load_config('tiny_plan_path', over), n_seeds=4)
+    text = pairs[0][0]['text']
+    (_, ctok), (_, btok) = load_tiny(char), load_tiny(bpe)
+    assert len(btok) == 300 and len(btok(text)['input_ids']) < 0.75 * len(ctok(text)['input_ids'])
+    assert btok.decode(btok(text)['input_ids']) == text
+    assert json.loads((bpe / 'config.json').read_text())['vocab_size'] == 300 and len(list(T.warm_start_cache().iterdir())) == 2
+
+
+def test_a_cosine_warm_start_ends_at_a_small_rate(monkeypatch):
+    "sft(lr_schedule='cosine') decays the rate to 0 over its steps; a schedule it does not know is refused by name."
+    import torch
+    from pettingllms_nb.models.tiny import tiny_model, sft
+    model, tok = tiny_model(seed=0)
+    rates, step = [], torch.optim.AdamW.step
+    def spy(self, *a, **k):
+        rates.append(self.param_groups[0]['lr']); return step(self, *a, **k)
+    monkeypatch.setattr(torch.optim.AdamW, 'step', spy)
+    sft(model, tok, [('ab', 'c')] * 4, steps=10, lr=1e-2, lr_schedule='cosine')
+    assert rates[0] == 1e-2 and rates[-1] < 1e-3 and rates == sorted(rates, reverse=True)
+    with pytest.raises(ValueError, match="lr_schedule='linear'"): sft(model, tok, [('ab', 'c')], steps=1, lr_schedule='linear')
+
 def test_the_warm_start_key_covers_what_changes_the_weights():
     from pettingllms_nb.training.trainer import warm_start_key
     pairs = [({'text': 'S\n.G\n'}, 'R')]

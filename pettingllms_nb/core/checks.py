@@ -13,7 +13,7 @@ import re
 from omegaconf import OmegaConf
 from .registry import Registry, RegistryError, UnavailableError, registry as global_registry
 from .names import did_you_mean
-from .schema import SPECIALIZATIONS, LR_SCHEDULES, LOGGERS, TINY_MODEL_KEYS, ENV_ARGS, _one_of, _at_least
+from .schema import SPECIALIZATIONS, LR_SCHEDULES, LOGGERS, TINY_MODEL_KEYS, TINY_VOCABS, ENV_ARGS, _one_of, _at_least
 from .accessors import env_kwargs, source_param
 
 # %% ../../nbs/core/021_checks.ipynb #ad4fb55b
@@ -58,6 +58,8 @@ def check_values(cfg) -> list:
     e += _at_least('training.micro_batch_size', t.micro_batch_size, 1) + _at_least('training.warmstart_lr', t.warmstart_lr, 0, strict=True)
     e += _at_least('training.lr_warmup_steps', t.lr_warmup_steps, 0) + _at_least('training.warmstart_steps', t.warmstart_steps, 0)
     e += _at_least('training.warmstart_problems', t.warmstart_problems, 1)
+    e += _one_of('training.warmstart_lr_schedule', t.warmstart_lr_schedule, LR_SCHEDULES)
+    e += _one_of('training.tiny_vocab', t.tiny_vocab, TINY_VOCABS) + _at_least('training.tiny_vocab_size', t.tiny_vocab_size, 260)
     for k, v in t.tiny_model.items():
         if k not in TINY_MODEL_KEYS:
             e.append(f"training.tiny_model.{k}: not a size of the tiny model; allowed keys are {list(TINY_MODEL_KEYS)}"

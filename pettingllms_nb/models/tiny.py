@@ -6,7 +6,7 @@ Docs: https://pettingllms-nb.github.io/pettingllms-nb/models/tiny.html.md"""
 
 # %% ../../nbs/models/060_tiny.ipynb #2de07f8a
 from __future__ import annotations
-import logging, random
+import logging, math, random
 from pathlib import Path
 from ..core.agent import prompt_messages
 
@@ -14,8 +14,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['PAD', 'IM_START', 'IM_END', 'UNK', 'SPECIALS', 'CHARS', 'CHAT_TEMPLATE', 'char_tokenizer', 'as_messages', 'chat_ids',
-           'demo_corpus', 'bpe_tokenizer', 'tiny_config', 'make_tokenizer', 'tiny_model', 'save_tiny', 'build_tiny',
-           'load_tiny', 'sft_batch', 'target_loss', 'sft']
+           'demo_corpus', 'bpe_tokenizer', 'tiny_config', 'pair_texts', 'make_tokenizer', 'tiny_model', 'save_tiny',
+           'build_tiny', 'load_tiny', 'sft_batch', 'target_loss', 'sft']
 
 # %% ../../nbs/models/060_tiny.ipynb #9824511c
 PAD, IM_START, IM_END, UNK = "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|unk|>"
@@ -90,6 +90,10 @@ def tiny_config(tokenizer, hidden_size:int=64, num_layers:int=2, num_heads:int=4
                        bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **kwargs)
 
 # %% ../../nbs/models/060_tiny.ipynb #a3061fe1
+def pair_texts(pairs) -> list[str]:
+    "The texts of `(prompt, target)` pairs (every message, then the target): what a BPE tokenizer for them is trained on."
+    return [m['content'] for p, t in pairs for m in as_messages(p)] + [t for _, t in pairs]
+
 def make_tokenizer(vocab:str="char", texts=None, vocab_size:int=512):
     "The tokenizer for `vocab`: `\"char\"` (one token per character) or `\"bpe\"` (trained on `texts`)."
     if vocab == "char": return char_tokenizer()
@@ -164,7 +168,8 @@ def target_loss(model, ids, mask, labels):
 # %% ../../nbs/models/060_tiny.ipynb #559cb140
 def sft(model, tokenizer, pairs, steps:int=100, lr:float=1e-3, batch_size:int=16,
         max_grad_norm:float|None=1.0, weight_decay:float=0.0, seed:int=0, add_eos:bool=True, log_every:int=0,
-        progress:bool=False   # a progress bar over the steps (with the loss): a warm start takes minutes
+        progress:bool=False,  # a progress bar over the steps (with the loss): a warm start takes minutes
+        lr_schedule:str='constant'   # or 'cosine': `lr` decays to 0 over `steps`
        ) -> list[float]:
     "Supervised fine-tuning on `(prompt, target_text)` pairs, loss on target tokens only; returns the loss of every step."
     import torch
@@ -172,7 +177,10 @@ def sft(model, tokenizer, pairs, steps:int=100, lr:float=1e-3, batch_size:int=16
     if not data: raise ValueError("sft: no (prompt, target) pairs given")
     params = [p for p in model.parameters() if p.requires_grad]
     if not params: raise ValueError("sft: the model has no parameters that require gradients")
+    if lr_schedule not in ('constant', 'cosine'): raise ValueError(f"sft: lr_schedule={lr_schedule!r}; allowed: 'constant', 'cosine'")
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    decay = (lambda k: 0.5 * (1 + math.cos(math.pi * k / steps))) if lr_schedule == 'cosine' else (lambda k: 1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, decay)
     device, rng, order, losses = next(model.parameters()).device, random.Random(seed), [], []
     model.train()
     bar = None
@@ -188,7 +196,7 @@ def sft(model, tokenizer, pairs, steps:int=100, lr:float=1e-3, batch_size:int=16
             loss = target_loss(model, *sft_batch(tokenizer, batch, device))
             opt.zero_grad(set_to_none=True); loss.backward()
             if max_grad_norm: torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-            opt.step()
+            opt.step(); sched.step()
             losses.append(loss.item())
             if log_every and (step % log_every == 0 or step == steps - 1): _log.info("sft step %d/%d loss %.4f", step + 1, steps, loss.item())
             if bar is not None:

@@ -19,7 +19,7 @@ from ..engine.rollout import arollout
 from ..core.names import renamed_kwarg
 from ..engine.trace import Trace
 from ..data.sources import check_data
-from ..models.tiny import tiny_model, sft, save_tiny, load_tiny
+from ..models.tiny import tiny_model, sft, save_tiny, load_tiny, pair_texts
 from ..models.hub import hub_bars
 from ..sandbox.program import run_canaries
 from ..sandbox.runner import allow_unisolated
@@ -32,11 +32,11 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['STATE_FILE', 'OLD_STATE_FILE', 'SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs',
-           'warm_start_cache', 'warm_start_key', 'build_tiny_base', 'successful_pairs', 'sft_base', 'build_units',
-           'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit', 'Trainer',
-           'InfraError', 'infra_summary', 'UnsafeCheckpoint', 'state_to_json', 'state_from_json', 'is_checkpoint',
-           'convert_checkpoint', 'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult', 'new_figure',
-           'plot_metrics']
+           'warm_start_cache', 'tiny_kwargs', 'warm_start_key', 'build_tiny_base', 'successful_pairs', 'sft_base',
+           'build_units', 'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit',
+           'Trainer', 'InfraError', 'infra_summary', 'UnsafeCheckpoint', 'state_to_json', 'state_from_json',
+           'is_checkpoint', 'convert_checkpoint', 'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult',
+           'new_figure', 'plot_metrics']
 
 # %% ../../nbs/training/084_trainer.ipynb #97c12dbf
 @dataclass
@@ -81,20 +81,36 @@ def _in_play_order(tr:Trace) -> list:
     return sorted((s for s in tr.steps if s.selected), key=lambda s: first[(s.problem_uid, s.rollout_idx)])
 
 def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, seed:int=0, worker=None,
-                     policy=None) -> list:
+                     policy=None,
+                     chunk:int=64   # problems alive at once (an ALFWorld room holds a 33 MB planner library while it is)
+                    ) -> list:
     "(prompt, completion) pairs of the steps `policy` (default: `demonstration_policy`) played in `cfg`'s env, per system."
     seeds = train_seeds(random.Random(f"warmstart|{seed}"), n_seeds)
     policy = demonstration_policy(cfg.env.name, p_oracle, seed) if policy is None else policy
     pairs = []
     for roles in systems or [agent_roles(cfg)]:
-        tr = run_sync(arollout(cfg, policy, seeds=seeds, turn_order=list(roles), worker=worker, seed=seed))
-        pairs += [(s.prompt, s.completion) for s in _in_play_order(tr)]
+        for i in range(0, len(seeds), chunk):   # the same pairs as one rollout: a scripted policy's draws are per request
+            tr = run_sync(arollout(cfg, policy, seeds=seeds[i:i + chunk], turn_order=list(roles), worker=worker, seed=seed))
+            pairs += [(s.prompt, s.completion) for s in _in_play_order(tr)]
     return pairs
 
 def warm_start_cache() -> Path:
     "Where warm-started tiny bases are kept: `$PETTINGLLMS_NB_CACHE/warm_starts`, else `~/.cache/pettingllms_nb/warm_starts`."
     root = os.environ.get('PETTINGLLMS_NB_CACHE') or Path.home() / '.cache' / 'pettingllms_nb'
     return Path(root) / 'warm_starts'
+
+def tiny_kwargs(t, pairs=None) -> dict:
+    "`tiny_model` arguments from `training` `t`: its size and, for `tiny_vocab: bpe`, a tokenizer trained on `pairs`' texts."
+    kw = dict(t.tiny_model)
+    if t.tiny_vocab != 'char': kw.update(vocab=t.tiny_vocab, vocab_size=t.tiny_vocab_size, texts=pair_texts(pairs) if pairs else None)
+    return kw
+
+def _key_kwargs(t) -> dict:
+    "What of the model and schedule a warm start's key names: the size, and the vocabulary and schedule when not the defaults."
+    kw = dict(t.tiny_model)
+    if t.tiny_vocab != 'char': kw.update(vocab=t.tiny_vocab, vocab_size=t.tiny_vocab_size)
+    if t.warmstart_lr_schedule != 'constant': kw['lr_schedule'] = t.warmstart_lr_schedule
+    return kw
 
 def warm_start_key(pairs:list, steps:int, lr:float, seed:int, model_kwargs:dict|None=None) -> str:
     "A digest of what a warm start depends on: demonstrations (a changed env is a new key), steps, lr, seed, model, torch."
@@ -112,17 +128,16 @@ def build_tiny_base(cfg, path, systems=None, steps:int|None=None, seed:int|None=
     t = cfg.training
     seed = t.seed if seed is None else seed
     steps = t.warmstart_steps if steps is None else steps
-    size = dict(t.tiny_model)   # {}: the default size
-    if not steps: return save_tiny(*tiny_model(seed=seed, **size), path)
+    if not steps: return save_tiny(*tiny_model(seed=seed, **tiny_kwargs(t)), path)   # bpe: trained on `demo_corpus()`
     pairs = warm_start_pairs(cfg, systems, n_seeds=t.warmstart_problems, p_oracle=t.warmstart_p_oracle, seed=seed,
                              worker=worker)
-    kept = warm_start_cache() / warm_start_key(pairs, steps, t.warmstart_lr, seed, size)
+    kept = warm_start_cache() / warm_start_key(pairs, steps, t.warmstart_lr, seed, _key_kwargs(t))
     if cache and (kept / 'config.json').exists():
         _log.info("warm start: reusing %s (the same %d demonstrations, steps, lr and seed)", kept, len(pairs))
         shutil.copytree(kept, path, dirs_exist_ok=True)
         return Path(path)
-    model, tok = tiny_model(seed=seed, **size)
-    losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed, progress=progress)
+    model, tok = tiny_model(seed=seed, **tiny_kwargs(t, pairs))
+    losses = sft(model, tok, pairs, steps=steps, lr=t.warmstart_lr, seed=seed, progress=progress, lr_schedule=t.warmstart_lr_schedule)
     _log.info("warm start: %d steps on %d pairs, loss %.3f -> %.3f", steps, len(pairs), losses[0], losses[-1])
     save_tiny(model, tok, path)
     if cache: _keep_base(path, kept)
@@ -169,8 +184,9 @@ def sft_base(cfg, pairs, path,       # the (prompt, completion) pairs, and where
     "Fine-tune a base on `pairs` with the warm start's `sft` and save it to `path` (a base `base_models.*.path` can name)."
     t = cfg.training
     src, seed = str(base or cfg.base_models.policy_0.path), t.seed if seed is None else seed
-    model, tok = tiny_model(seed=seed, **dict(t.tiny_model)) if src == 'tiny' else load_tiny(src)
-    losses = sft(model, tok, pairs, steps=steps or t.warmstart_steps or 200, lr=lr or t.warmstart_lr, seed=seed, progress=progress)
+    model, tok = tiny_model(seed=seed, **tiny_kwargs(t, pairs)) if src == 'tiny' else load_tiny(src)
+    losses = sft(model, tok, pairs, steps=steps or t.warmstart_steps or 200, lr=lr or t.warmstart_lr, seed=seed, progress=progress,
+                 lr_schedule=t.warmstart_lr_schedule)
     save_tiny(model, tok, path)
     return Path(path), losses
 

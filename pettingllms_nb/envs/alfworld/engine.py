@@ -137,15 +137,19 @@ def install_memos():
     return True
 
 # %% ../../../nbs/envs/alfworld/170_engine.ipynb #2cc9b9c4
-_LIBS: list = []          # planner libraries of dropped games, ready for new ones
+_LIBS: list = []          # planner libraries of dropped games, ready for new ones (each a 33 MB copy of libdownward.so)
 _PDDL_ENV = None
 
 def _take_lib():
     import fast_downward
     return _LIBS.pop() if _LIBS else fast_downward.load_lib()
 
-def _give_back(lib, engine_ok:list, pool:list=_LIBS, most:int=4 * _CACHE_SIZE):
-    if engine_ok[0] and len(pool) < most: pool.append(lib)
+def _give_back(lib, engine_ok:list, pool:list=_LIBS):
+    "Pool a dropped game's library (unless an abandoned call may still be using it)."
+    # Every one is kept: ctypes cannot unload a library (dlclose of this one crashes the process at exit), so one not
+    # pooled stays mapped anyway, holding memory and its deleted temporary copy's disk. Pooled, the copies number the
+    # most games ever alive at once, however many are played.
+    if engine_ok[0]: pool.append(lib)
 
 def _pddl_env_class():
     "`PddlEnv` taking a pooled planner library and its game's parsed logic from the cache (the rest is TextWorld's)."
@@ -188,7 +192,10 @@ class AlfredEngine:
             raise SimulatorError(f"the game {self.name} does not load: {type(e).__name__}: {why}") from None
         self.last = self.reset()
 
-    def close(self): self._closer()
+    def close(self):
+        self._closer()
+        state, self._pddl.downward_lib = getattr(self._pddl, '_pddl_state', None), None   # a call after close fails,
+        if state is not None: state.downward_lib = None                                   # not inside the library
     def abandon(self):
         "Drop this game without reusing its library (a call on it may still be running in another thread)."
         self.healthy[0] = False
