@@ -11,7 +11,10 @@ from pettingllms_nb.core.config import (ConfigError, Config, agent_config, agent
 from pettingllms_nb.core.env import Env
 from pettingllms_nb.core.registry import Registry, registry as global_registry
 
-PRESETS = ['gpu_plan_path_qwen3_1.7b', 'gpu_plan_path_qwen3_1.7b_lora', 'gpu_sokoban_qwen3_8b_lora', 'gpu_sudoku_qwen3_1.7b_lora',
+PRESETS = ['gpu_blocksworld_qwen3_1.7b_lora', 'gpu_eight_queens_qwen3_1.7b_lora', 'stateful_blocksworld', 'stateful_blocksworld_single',
+           'stateful_eight_queens', 'stateful_eight_queens_single', 'tiny_blocksworld', 'tiny_blocksworld_lora',
+           'tiny_blocksworld_single', 'tiny_eight_queens', 'tiny_eight_queens_lora', 'tiny_eight_queens_single',
+           'gpu_plan_path_qwen3_1.7b', 'gpu_plan_path_qwen3_1.7b_lora', 'gpu_sokoban_qwen3_8b_lora', 'gpu_sudoku_qwen3_1.7b_lora',
            'stateful_plan_path', 'stateful_plan_path_lora', 'stateful_plan_path_single', 'stateful_sokoban',
            'stateful_sokoban_single', 'stateful_sudoku', 'stateful_sudoku_single',
            'tiny_plan_path', 'tiny_plan_path_lora', 'tiny_plan_path_single', 'tiny_plan_path_tool',
@@ -333,7 +336,7 @@ def test_circular_defaults(tmp_path, reg):
 # Each is refused by load_config itself, against the real environments' own parameter declarations (core.params),
 # with the key, the value and what is allowed; nothing is built.
 CATALOGUE = [
-    ('tiny_plan_path', ['env.source=chess'], "env.source='chess'", "allowed values are ['plan_path', 'sokoban', 'sudoku', 'suduku']"),
+    ('tiny_plan_path', ['env.source=chess'], "env.source='chess'", "allowed values are ['blocksworld', 'eight_queens', 'plan_path', 'sokoban', 'sudoku', 'suduku']"),
     ('tiny_plan_path', ['env.kwargs.foo=1'], 'env.kwargs.foo=1', "not a parameter of environment 'stateful_env'; allowed parameters are"),
     ('tiny_sudoku', ['env.size=5'], 'env.size=5', 'allowed values are [4, 9]'),
     ('tiny_plan_path', ['env.size=1'], 'env.size=1', 'allowed values are integers >= 2'),

@@ -307,7 +307,8 @@ def test_reset_deterministic_and_clone_independent(benchmark):
         act(PlanAgent(), c, oracle_response('plan_agent', c))
         assert c.success and not a.success and a.state == b.state
         c2 = a.clone()
-        c2.state.game.moves.append('X') if hasattr(c2.state.game, 'moves') else c2.state.game.grid[0].append(0)
+        for v in vars(c2.state.game).values():   # every list of the game's state, and the first list inside it
+            if isinstance(v, list): (v[0] if v and isinstance(v[0], list) else v).append(0)
         c2.state.code_history.append('x')
         assert a.state == b.state
         back = StatefulState.from_dict(json.loads(c.state.to_json()))
@@ -327,7 +328,7 @@ def test_problem_uids_identify_problems():
 
 
 def test_config_errors_and_aliases():
-    with pytest.raises(ValueError, match=r"benchmark='chess'; allowed: \['plan_path', 'sokoban', 'sudoku'\]"):
+    with pytest.raises(ValueError, match=r"benchmark='chess'; allowed: \['blocksworld', 'eight_queens', 'plan_path', 'sokoban', 'sudoku'\]"):
         StatefulEnv('chess')
     with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['num_boxes'\]; allowed: \['max_holes', 'size'\]"):
         StatefulEnv('sudoku', num_boxes=3)
@@ -791,3 +792,48 @@ def test_sokoban_old_and_new_names_together_and_empty_old_keys():
     with pytest.raises(TypeError, match='pass max_moves= only'): generate_sokoban(random.Random(0), max_moves=50, max_steps=40)
     assert generate_sokoban(random.Random(0)).max_moves == 50
     assert SokobanState(steps=None).moves_used == 0 and SokobanState.from_dict({**SokobanState().to_dict(), 'max_moves': 9}).max_moves == 9
+
+
+# ---------------------------------------------------------------- Eight Queens and Blocksworld (issue 31)
+def test_queens_oracle_completes_any_board_the_agents_left():
+    from pettingllms_nb.envs.stateful.games.eight_queens import generate_queens, solve_queens, queens_solutions, attacks
+    for seed in range(40):
+        rng = random.Random(seed)
+        n = rng.choice([4, 5, 6, 7, 8, 10])
+        g = generate_queens(rng, n, rng.randrange(n))
+        g.apply(GAMES['eight_queens'].random_action(g, rng))                 # wherever the agents put their queens
+        given = list(g.givens)
+        g.apply(solve_queens(g))
+        assert g.solved and g.givens == given and all(g.cols[r] == c for r, c in enumerate(given) if c >= 0)
+        assert not any(attacks(r, g.cols[r], r2, g.cols[r2]) for r in range(n) for r2 in range(r + 1, n))
+    many = StatefulEnv('eight_queens', size=8, givens=0)
+    assert len({tuple(s) for s in queens_solutions(8)}) == 92 and many.reset(0).game.cols == [-1] * 8
+
+
+def test_blocksworld_plans_are_shortest_and_legal():
+    from pettingllms_nb.envs.stateful.games.blocksworld import BlocksState, plan, key, moves_from, random_stacks
+    start = key([['a', 'b', 'c']])
+    depth, todo = {start: 0}, [start]              # every arrangement of 3 blocks, by its distance from `start`
+    while todo:
+        u = todo.pop(0)
+        for _, v in moves_from(u):
+            if v not in depth: depth[v] = depth[u] + 1; todo.append(v)
+    assert len(depth) == 13 and max(depth.values()) == 4
+    for v, d in depth.items():
+        p = plan([list(s) for s in start], [list(s) for s in v])
+        g = BlocksState(size=3, stacks=[['a', 'b', 'c']], goal=[list(s) for s in v])
+        res = g.apply(p) if p else {'invalid': 0}
+        assert len(p) == d and g.solved and res['invalid'] == 0, (v, p)
+    rng = random.Random(0)
+    for _ in range(20):
+        a, b = random_stacks(rng, 6), random_stacks(rng, 6)
+        assert len(plan(a, b)) <= 10
+
+
+def test_new_games_read_their_compact_prompts_back():
+    for bench, kw in (('eight_queens', dict(size=7, givens=4)), ('blocksworld', dict(size=4))):
+        env = StatefulEnv(bench, prompt_style='compact', **kw)
+        env.reset(3)
+        text = PlanAgent().update_from_env(env, 0)['text']
+        g = game_from_prompt(text)
+        assert g.render() == env.state.game.render() and GAMES[bench].solve(g) == GAMES[bench].solve(env.state.game)

@@ -1,4 +1,4 @@
-"""Plan-Path, Sudoku and Sokoban played by a tool agent and a plan agent: where each part of the environment lives.
+"""Plan-Path, Sudoku, Sokoban, Eight Queens and Blocksworld played by a tool agent and a plan agent: where each part of the environment lives.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/index.html.md"""
 

@@ -1,4 +1,4 @@
-"""`StatefulEnv`: Plan-Path, Sudoku or Sokoban generated from the seed, played through one shared `StatefulState`, with the reference's config spellings accepted and every bad parameter named.
+"""`StatefulEnv`: Plan-Path, Sudoku, Sokoban, Eight Queens or Blocksworld generated from the seed, played through one shared `StatefulState`, with the reference's config spellings accepted and every bad parameter named.
 
 Docs: https://pettingllms-nb.github.io/pettingllms-nb/envs/stateful/env.html.md"""
 
@@ -16,6 +16,8 @@ from .state import GAMES, ALIASES, PARAM_ALIASES, _RENAMED_PARAMS, IGNORED_PARAM
 from .prompts import PROMPT_STYLES
 from .tools import TOOLKITS, ToolState
 from .games.sudoku import SIZES as SUDOKU_SIZES
+from .games.eight_queens import SIZES as QUEENS_SIZES
+from .games.blocksworld import SIZES as BLOCKS_SIZES
 
 _log = logging.getLogger(__name__)
 
@@ -61,7 +63,7 @@ def _toolkit(benchmark:str, toolkit, max_plays):
 # %% ../../../nbs/envs/stateful/117_env.ipynb #690f128b
 @register_env("stateful_env")
 class StatefulEnv(Env):
-    "Plan-Path, Sudoku or Sokoban, generated from the seed, played through one shared `StatefulState`."
+    "Plan-Path, Sudoku, Sokoban, Eight Queens or Blocksworld, generated from the seed, played through one shared `StatefulState`."
     state_cls = StatefulState
     source_param = 'benchmark'       # the parameter `env.source` sets when it names one of this env's own task families
     default_max_turns = 4
@@ -110,6 +112,10 @@ GAME_PARAMS = {   # each game's generation parameters (null: the game's default)
                     max_moves=Param(int, ge=1, optional=True, doc='moves before the episode is capped'),
                     wall_density=Param(float, ge=0, le=0.5, optional=True, doc='share of inner cells that are walls'),
                     min_moves=Param(int, ge=1, optional=True, doc='fewest moves of the solution')),
+    'eight_queens': dict(size=Param(int, ge=QUEENS_SIZES[0], le=QUEENS_SIZES[-1], optional=True, doc='board side'),
+                         givens=Param(int, ge=0, optional=True, doc='queens fixed in place (fewer than the side)')),
+    'blocksworld': dict(size=Param(int, ge=BLOCKS_SIZES[0], le=BLOCKS_SIZES[-1], optional=True, doc='blocks'),
+                        min_moves=Param(int, ge=1, optional=True, doc='fewest moves of the shortest plan')),
 }
 _ANY_GAME = {k: Param(doc=f"a generation parameter of {[g for g, ps in GAME_PARAMS.items() if k in ps]}")
              for ps in GAME_PARAMS.values() for k in ps}

@@ -96,7 +96,10 @@ def _compact_rows(text:str) -> list:
     return rows
 
 def _board_benchmark(rows:list) -> str:
+    "The game a compact board is drawn for: each game draws with its own characters (Blocksworld: a `=` goal line)."
     cells = set(''.join(rows))
+    if any(r.startswith('=') for r in rows): return 'blocksworld'
+    if cells <= set('.Qq'): return 'eight_queens'   # an empty board too: Sudoku always has clues, the others a walker
     return 'sudoku' if cells & set('0123456789') else 'sokoban' if cells & set('_$*+') else 'plan_path'
 
 def prompt_style_of(text:str) -> str:

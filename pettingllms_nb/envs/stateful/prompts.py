@@ -85,8 +85,14 @@ def single_prompt(st:StatefulState, turn_idx:int) -> str:
 COMPACT_TAGS = {'tool_call_agent': 'T', 'plan_agent': 'P', 'stateful_single_agent': 'S'}  # its first line
 
 def compact_action(action) -> str:
-    "An action as compact text: moves `RRD`, Sudoku placements `023 114` (a full grid: its filled cells); `-` for none."
+    "An action as compact text: moves `RRD`, placements `023 114` (Sudoku) or `13 25` (queens), `c_ bc`; `-` for none."
     if action is None: return '-'
+    if action and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in action):
+        if all(isinstance(x, str) for p in action for x in p):          # Blocksworld moves, `_` for the table
+            return ' '.join(f"{b}{'_' if d == 'table' else d}" for b, d in action)
+        return ' '.join(f"{r}{c}" for r, c in action)                    # Eight Queens placements
+    if action and all(isinstance(x, int) for x in action):              # an Eight Queens board: its queens
+        return ' '.join(f"{r}{c}" for r, c in enumerate(action) if c >= 0)
     if action and all(isinstance(p, (list, tuple)) for p in action):
         cells = (action if all(len(p) == 3 for p in action)
                  else [(r, c, v) for r, row in enumerate(action) for c, v in enumerate(row) if v])

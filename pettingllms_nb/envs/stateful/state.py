@@ -16,6 +16,10 @@ from .games.plan_path import PlanPathState, generate_plan_path, solve_plan_path,
 from .games.sudoku import (SudokuState, generate_sudoku, solve_sudoku, solve_grid, parse_sudoku,
                                                        _check_sudoku)
 from .games.sokoban import SokobanState, generate_sokoban, solve_sokoban, _check_sokoban
+from .games.eight_queens import (QueensState, generate_queens, solve_queens, parse_queens,
+                                                             _check_queens)
+from .games.blocksworld import (BlocksState, BLOCKS, TABLE, generate_blocks, solve_blocks,
+                                                            parse_blocks, plan, _check_blocks)
 
 # %% auto #0
 __all__ = ['GAMES', 'ALIASES', 'PARAM_ALIASES', 'IGNORED_PARAMS', 'Game', 'game_of', 'play', 'try_action', 'StatefulState']
@@ -42,7 +46,7 @@ class Game:
     from_compact: Callable = field(kw_only=True)   # compact board rows -> a game state (for scripted policies)
     played: Callable = field(kw_only=True, default=lambda g: g.steps)  # game state -> moves/actions played so far
 
-    def size_of(self, g) -> int: return len(g.grid) if hasattr(g, 'grid') else g.height
+    def size_of(self, g) -> int: return g.size if hasattr(g, 'size') else len(g.grid) if hasattr(g, 'grid') else g.height
 
 # %% ../../../nbs/envs/stateful/113_state.ipynb #24dfa0d5
 def _parse_moves(text, size, marker):
@@ -61,6 +65,14 @@ def _random_placements(g, rng):
     empty = [(r, c) for r in range(g.size) for c in range(g.size) if not g.is_clue(r, c)]
     if not empty: return [[0, 0, rng.randint(1, g.size)]]   # every cell a clue: still a well-formed (refused) guess
     return [[r, c, rng.randint(1, g.size)] for r, c in rng.sample(empty, rng.randint(1, len(empty)))]
+
+def _random_queens(g, rng):
+    free = g.free_rows or [0]   # every row given: still a well-formed (refused) placement
+    return [[r, rng.randrange(g.size)] for r in rng.sample(free, rng.randint(1, len(free)))]
+
+def _random_block_moves(g, rng):
+    names = BLOCKS[:g.size]
+    return [[rng.choice(names), rng.choice([*names, TABLE])] for _ in range(rng.randint(1, 2 * g.size))]
 
 # %% ../../../nbs/envs/stateful/113_state.ipynb #68c3b2c4
 _TRIPLES = re.compile(r"\d{3}(?:[ \t,]+\d{3})*")
@@ -84,6 +96,40 @@ def _parse_sudoku_compact(text, size, marker):
                               f"e.g. '023 114'; got {line[:40]!r}")
     return _parse_sudoku(text, size, marker)
 
+def _compact_line(text, marker) -> str:
+    "The first line of a compact answer (after `marker` when it holds one), or '' for a non-string."
+    if not isinstance(text, str): return ''
+    s = text[-MAX_PARSE_CHARS:]
+    return (s.rsplit(marker, 1)[1] if marker and marker in s else s).strip().split('\n', 1)[0].strip()
+
+_PAIRS = re.compile(r"\d{2}(?:[ \t,]+\d{2})*")
+
+def _parse_queens_compact(text, size, marker):
+    "Placements as `rc` digit pairs separated by spaces or commas ('13 25'), or any full-style Eight Queens action."
+    line = _compact_line(text, marker)
+    if _PAIRS.fullmatch(line):
+        out = [[int(t[0]), int(t[1])] for t in re.findall(r"\d{2}", line)]
+        if len(out) > 2 * size: raise FormatError(f"too many placements ({len(out)} > {2 * size})")
+        for i, (r, c) in enumerate(out):
+            if not (r < size and c < size):
+                raise FormatError(f"placement {i} is {r}{c}; expected row and column digits in 0..{size - 1}")
+        return out
+    return parse_queens(text, size, marker)
+
+_BLOCK_MOVES = re.compile(r"[a-z][a-z_](?:[ \t,]+[a-z][a-z_])*")
+
+def _parse_blocks_compact(text, size, marker):
+    "Moves as two letters, block then destination (`_` the table), separated by spaces ('c_ bc'), or any full-style one."
+    line = _compact_line(text, marker)
+    if _BLOCK_MOVES.fullmatch(line):
+        names, out = BLOCKS[:size], re.findall(r"[a-z][a-z_]", line)
+        if len(out) > 4 * size: raise FormatError(f"too many moves ({len(out)} > {4 * size})")
+        for i, (b, d) in enumerate(out):
+            if b not in names or d not in names + '_':
+                raise FormatError(f"move {i} is {b}{d}; expected a block in {names} then a block or _ (the table)")
+        return [[b, TABLE if d == '_' else d] for b, d in out]
+    return parse_blocks(text, size, marker)
+
 # %% ../../../nbs/envs/stateful/113_state.ipynb #fb7efb6b
 def _sokoban_from_board(rows:list, moves_left:int) -> SokobanState:
     cells = {(r, c): ch for r, row in enumerate(rows) for c, ch in enumerate(row)}
@@ -96,6 +142,18 @@ def _plan_path_from_board(rows:list) -> PlanPathState:
     pos = next(list(p) for p, ch in cells.items() if ch == '@')
     goal = next((list(p) for p, ch in cells.items() if ch == 'G'), pos)   # no G: the walker stands on it
     return PlanPathState(grid=[row.replace('@', '.').replace('G', '.') for row in rows], start=pos, goal=goal, pos=pos)
+
+def _queens_from_board(rows:list) -> QueensState:
+    col = lambda row, chars: next((c for c, ch in enumerate(row) if ch in chars), -1)
+    return QueensState(size=len(rows), givens=[col(r, 'Q') for r in rows], cols=[col(r, 'Qq') for r in rows])
+
+def _blocks_from_board(rows:list) -> BlocksState:
+    now = [list(s) for s in rows[0].split()]
+    goal = [list(s) for s in next(r for r in rows if r.startswith('='))[1:].split()]
+    return BlocksState(size=sum(map(len, now)), stacks=now, goal=goal, optimal_len=len(plan(now, goal)))
+
+def _blocks_from_data(d:dict) -> BlocksState:
+    return BlocksState(size=d['size'], stacks=d['stacks'], goal=d['goal'], optimal_len=len(plan(d['stacks'], d['goal'])))
 
 def _sudoku_from_board(rows:list) -> SudokuState:
     grid = [[0 if ch == '.' else int(ch) for ch in row] for row in rows]
@@ -131,6 +189,22 @@ GAMES = {
         lambda g: bool(g.optimal_len) and g.moves_used == g.optimal_len,
         lambda g: g.capped or g.deadlocked, parse_compact=_parse_moves,
         from_compact=lambda rows: _sokoban_from_board(rows, 1000), played=lambda g: g.moves_used),
+    'eight_queens': Game(
+        'eight_queens', QueensState, generate_queens, _check_queens, dict(size=8, givens=2), QueensState.describe,
+        lambda g: {'benchmark': 'eight_queens', 'size': g.size, 'givens': g.givens, 'cols': g.cols},
+        lambda d: QueensState(size=d['size'], givens=d['givens'], cols=d['cols']),
+        parse_queens, 'a JSON list of placements [[row, col], ...] (0-based row and column), or the whole board as '
+                       'a list of one column per row (-1 for an empty row)',
+        solve_queens, _random_queens, lambda g: g.steps == 1 and g.invalid_moves == 0,
+        parse_compact=_parse_queens_compact, from_compact=_queens_from_board),
+    'blocksworld': Game(
+        'blocksworld', BlocksState, generate_blocks, _check_blocks, dict(size=4, min_moves=2), BlocksState.describe,
+        lambda g: {'benchmark': 'blocksworld', 'size': g.size, 'stacks': g.stacks, 'goal': g.goal},
+        _blocks_from_data, parse_blocks,
+        'a JSON list of moves [[block, destination], ...], the destination a block or "table", '
+        'e.g. [["c", "table"], ["b", "c"]]',
+        solve_blocks, _random_block_moves, lambda g: g.moves_used == g.optimal_len,
+        parse_compact=_parse_blocks_compact, from_compact=_blocks_from_board, played=lambda g: g.moves_used),
 }
 ALIASES = {'suduku': 'sudoku'}   # the reference's spelling, so its configs load
 PARAM_ALIASES = {'map_size': 'size', 'holes': 'max_holes'}   # reference / config spellings
