@@ -375,3 +375,23 @@ def test_the_warm_start_key_covers_what_changes_the_weights():
     assert k == warm_start_key(list(pairs), 10, 1e-3, 0)
     assert len({k, warm_start_key(pairs, 11, 1e-3, 0), warm_start_key(pairs, 10, 2e-3, 0), warm_start_key(pairs, 10, 1e-3, 1),
                 warm_start_key([({'text': 'S\n.G\n'}, 'D')], 10, 1e-3, 0), warm_start_key(pairs, 10, 1e-3, 0, {'hidden_size': 96})}) == 6
+
+
+def test_dynamic_sampling_rolls_out_new_problems_until_a_batch_is_informative(tmp_path):
+    "DAPO's dynamic sampling: more batches of new problems while groups lack signal; only informative groups train (#31)."
+    from pettingllms_nb.engine.policies import ScriptedPolicy
+    tr = Trainer('tiny_plan_path_single', SMALL + ['training.dynamic_sampling_rounds=2', 'training.rollout_mode=independent'],
+                 out_dir=tmp_path, progress=False)
+    seen = []
+    real = tr.collect
+    def collect(seeds=None, **kw):
+        seen.append(list(seeds))
+        return real(seeds=seeds, **kw)
+    tr.collect = collect
+    m = tr.train_step()
+    assert 1 <= len(seen) <= 3 and len({s for b in seen for s in b}) == sum(map(len, seen))   # every batch new problems
+    assert m['dapo/rounds'] == len(seen) - 1 and m['dapo/kept_groups'] == min(m['dapo/informative_groups'], m['dapo/target_groups'])
+    if m['dapo/rounds'] < 2: assert m['dapo/informative_groups'] >= m['dapo/target_groups']   # it stopped early only with enough signal
+    assert m['shared/sequences'] == 2 * m['dapo/kept_groups']      # two samples a group, only kept groups train
+    plain = Trainer('tiny_plan_path_single', SMALL + ['training.rollout_mode=independent'], out_dir=tmp_path / 'b', progress=False)
+    assert not any(k.startswith('dapo/') for k in plain.train_step())

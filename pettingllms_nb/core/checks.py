@@ -78,7 +78,8 @@ def check_values(cfg) -> list:
     for lg in t.logger: e += _one_of('training.logger', lg, LOGGERS)
     for k in ('train_batch_size', 'train_sample_num', 'validate_sample_num', 'val_size', 'max_prompt_length', 'max_response_length'):
         e += _at_least(f'training.{k}', t[k], 1)
-    for k in ('total_training_steps', 'val_freq', 'save_freq', 'resample_freq', 'sample_temperature', 'kl_coef', 'entropy_coef', 'max_grad_norm'):
+    for k in ('total_training_steps', 'val_freq', 'save_freq', 'resample_freq', 'sample_temperature', 'kl_coef', 'entropy_coef', 'max_grad_norm',
+              'dynamic_sampling_rounds'):
         e += _at_least(f'training.{k}', t[k], 0)
     for k in ('lr', 'clip_ratio'): e += _at_least(f'training.{k}', t[k], 0, strict=True)
     for k in ('clip_ratio_low', 'clip_ratio_high'):

@@ -129,6 +129,8 @@ class TrainingConfig:
     max_grad_norm: float = 1.0               # 0: no clipping
     normalize_std: bool = True               # divide advantages by the group std
     drop_zero_variance: bool = False         # drop groups whose rewards are all equal
+    dynamic_sampling_rounds: int = 0         # DAPO's dynamic sampling: up to N more batches of new problems while a
+                                             # batch has fewer informative groups than groups; then only those train (0: off)
     algorithm: str = 'at_grpo'               # a registered estimator (`training.advantages`): `at_grpo` (problem × turn × agent groups), `grpo`,
                                              # `dr_mas` (per-agent normalisation), `rloo` (leave-one-out), `gigpo` (anchor-state step groups)
     gigpo_gamma: float = 0.95                # gigpo: discount of the step-level return-to-go

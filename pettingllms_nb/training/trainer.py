@@ -34,9 +34,9 @@ _log = logging.getLogger(__name__)
 __all__ = ['STATE_FILE', 'OLD_STATE_FILE', 'SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs',
            'warm_start_cache', 'tiny_kwargs', 'warm_start_key', 'build_tiny_base', 'successful_pairs', 'sft_base',
            'build_units', 'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit',
-           'Trainer', 'InfraError', 'infra_summary', 'UnsafeCheckpoint', 'state_to_json', 'state_from_json',
-           'is_checkpoint', 'convert_checkpoint', 'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult',
-           'new_figure', 'plot_metrics']
+           'Trainer', 'joined', 'keep_informative', 'InfraError', 'infra_summary', 'UnsafeCheckpoint', 'state_to_json',
+           'state_from_json', 'is_checkpoint', 'convert_checkpoint', 'run_leftovers', 'clear_run',
+           'checkpoint_mismatch', 'FitResult', 'new_figure', 'plot_metrics']
 
 # %% ../../nbs/training/084_trainer.ipynb #97c12dbf
 @dataclass
@@ -373,20 +373,60 @@ def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
                     kl_coef=t.kl_coef, dist=self.dist)
     return {f'{unit.name}/{k}': v for k, v in m.items()}
 
+# %% ../../nbs/training/084_trainer.ipynb #3e35e9f5
+def joined(a:Trace, b:Trace) -> Trace:
+    "One trace holding the steps, episodes and initial states of rollouts `a` and `b` (of different problems)."
+    meta = {**a.meta, 'seeds': list(a.meta.get('seeds') or []) + list(b.meta.get('seeds') or [])}
+    return Trace(a.steps + b.steps, a.episodes + b.episodes, {**a.roots, **b.roots}, meta)
+
+def keep_informative(advs, target:int) -> tuple[list, int]:
+    "DAPO's filter: `advs` with zero-variance groups, and informative groups past the first `target`, set to None; and the groups kept."
+    values, kept = list(advs), 0
+    for g in advs.groups:
+        if not g.zero_variance and kept < target:
+            kept += 1
+            continue
+        for i in g.indices: values[i] = None
+    return values, kept
+
 # %% ../../nbs/training/084_trainer.ipynb #136bd191
+@patch
+def _checked(self:Trainer, tr:Trace) -> tuple[Trace, dict]:
+    "`tr` and its canary metrics, once the sandbox's canaries and the share of infrastructure failures are checked."
+    canaries = self.check_sandbox(tr)      # a canary with the wrong verdict marks the whole batch
+    self.check_infra(tr, 'training')       # too many infrastructure failures: stop, saying what failed
+    return tr, canaries
+
+@patch
+def _resampled(self:Trainer, tr:Trace, seeds:list, advs, estimate) -> tuple:
+    "DAPO's dynamic sampling: more batches of new problems while `advs` has fewer informative groups than groups."
+    t, target, rounds, canaries = self.cfg.training, len(advs.groups), 0, {}
+    while rounds < t.dynamic_sampling_rounds and sum(not g.zero_variance for g in advs.groups) < target:
+        new = [s for s in self._train_seeds() if s not in seeds]
+        if not new: break
+        more, canaries = self._checked(self.collect(seeds=new))
+        tr, seeds, rounds = joined(tr, more), seeds + new, rounds + 1
+        advs = estimate(tr)
+    values, kept = keep_informative(advs, target)
+    informative = sum(not g.zero_variance for g in advs.groups)
+    return tr, advs, values, {**canaries, 'dapo/rounds': rounds, 'dapo/informative_groups': informative,
+                              'dapo/target_groups': target, 'dapo/kept_groups': kept}
+
 @patch
 def train_step(self:Trainer) -> dict:
     "One rollout → advantages → update of every unit; returns the step's metrics."
     t, t0 = self.cfg.training, time.perf_counter()
-    tr = self.collect()
-    canaries = self.check_sandbox(tr)      # a canary with the wrong verdict marks the whole batch
-    self.check_infra(tr, 'training')       # too many infrastructure failures: stop, saying what failed
+    seeds = self._train_seeds()
+    tr, canaries = self._checked(self.collect(seeds=seeds))
+    estimate = lambda tr: ESTIMATORS[t.algorithm](tr.steps, **ESTIMATORS.kwargs(t))   # the `training` keys it reads
+    advs = estimate(tr)
+    values, dapo = list(advs), {}
+    if t.dynamic_sampling_rounds: tr, advs, values, dapo = self._resampled(tr, seeds, advs, estimate)
     t1 = time.perf_counter()
-    advs = ESTIMATORS[t.algorithm](tr.steps, **ESTIMATORS.kwargs(t))   # the `training` keys the estimator reads
-    m = {'step': self.step + 1, **trace_metrics(tr, 'train'), **canaries, **advs.stats.as_dict(prefix='adv/')}
+    m = {'step': self.step + 1, **trace_metrics(tr, 'train'), **canaries, **dapo, **advs.stats.as_dict(prefix='adv/')}
     for u in self.units:
         idx = [i for i, s in enumerate(tr.steps) if s.role in u.roles]
-        m.update(self._unit_update(u, [tr.steps[i] for i in idx], [advs[i] for i in idx]))
+        m.update(self._unit_update(u, [tr.steps[i] for i in idx], [values[i] for i in idx]))
     m.update({'time/rollout_s': t1 - t0, 'time/update_s': time.perf_counter() - t1})
     self.step += 1
     return m
