@@ -239,3 +239,12 @@ def test_sft_on_a_lora_policy_trains_only_the_active_adapter(path):
     losses = sft(lp.model, lp.tokenizer, [("Which letter is up?", "U")], steps=5, lr=1e-2, batch_size=2)
     changed = {n for n, p in lp.model.named_parameters() if not torch.equal(before[n], p)}
     assert len(losses) == 5 and changed and all(".plan_agent." in n for n in changed), changed
+
+
+def test_sft_with_no_steps_leaves_the_model_as_it_was_on_either_schedule():
+    import torch
+    for schedule in ('constant', 'cosine'):
+        model, tok = tiny_model(seed=0)
+        before = [p.detach().clone() for p in model.parameters()]
+        assert sft(model, tok, [({'text': 'ab', 'image': None, 'system': ''}, 'c')], steps=0, lr_schedule=schedule) == []
+        assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))

@@ -179,7 +179,7 @@ def sft(model, tokenizer, pairs, steps:int=100, lr:float=1e-3, batch_size:int=16
     if not params: raise ValueError("sft: the model has no parameters that require gradients")
     if lr_schedule not in ('constant', 'cosine'): raise ValueError(f"sft: lr_schedule={lr_schedule!r}; allowed: 'constant', 'cosine'")
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    decay = (lambda k: 0.5 * (1 + math.cos(math.pi * k / steps))) if lr_schedule == 'cosine' else (lambda k: 1.0)
+    decay = (lambda k: 0.5 * (1 + math.cos(math.pi * k / max(steps, 1)))) if lr_schedule == 'cosine' else (lambda k: 1.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, decay)
     device, rng, order, losses = next(model.parameters()).device, random.Random(seed), [], []
     model.train()
