@@ -395,3 +395,20 @@ def test_dynamic_sampling_rolls_out_new_problems_until_a_batch_is_informative(tm
     assert m['shared/sequences'] == 2 * m['dapo/kept_groups']      # two samples a group, only kept groups train
     plain = Trainer('tiny_plan_path_single', SMALL + ['training.rollout_mode=independent'], out_dir=tmp_path / 'b', progress=False)
     assert not any(k.startswith('dapo/') for k in plain.train_step())
+
+
+def test_mixed_batches_split_training_play_every_validation_seed_and_report_each_part(tmp_path):
+    "env.mix (#31): one run whose batches mix two games, with metrics per part; a bad part is refused naming its key."
+    from pettingllms_nb.core.schema import ConfigError
+    mix = 'env.mix=[{source: plan_path, size: 4}, {source: sudoku, size: 4, kwargs: {prompt_style: compact, max_holes: 2}}]'
+    tr = Trainer('tiny_plan_path_single', SMALL + ['training.train_batch_size=4', mix], out_dir=tmp_path, progress=False)
+    assert [(n, pc.env.source) for n, pc in tr.parts] == [('plan_path', 'plan_path'), ('sudoku', 'sudoku')]
+    batch = tr.collect()
+    benches = {s.problem_uid.split('/')[1] for s in batch}
+    assert benches == {'plan_path', 'sudoku'} and set(batch.meta['part_of'].values()) == {'plan_path', 'sudoku'}
+    m = tr.train_step()
+    assert m['train/plan_path/episodes'] + m['train/sudoku/episodes'] == m['train/episodes'] and m['train/sudoku/episodes'] > 0
+    v = tr.evaluate()
+    assert v['val/plan_path/episodes'] == v['val/sudoku/episodes'] == 2 and v['val/episodes'] == 4   # val_size=2, each part
+    with pytest.raises(ConfigError, match=r'env.mix\[0\](.|\n)*env.size=5'):
+        Trainer('tiny_plan_path_single', SMALL + ['env.mix=[{source: sudoku, size: 5}]'], out_dir=tmp_path / 'b', progress=False)

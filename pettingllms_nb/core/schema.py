@@ -54,6 +54,8 @@ class EnvConfig:
     multi_modal: bool = False                # reference key: prompts carry images
     batched_init: bool = True                # reference key: reset environments in a batch
     kwargs: Dict[str, Any] = field(default_factory=dict)  # anything else the environment's constructor takes
+    mix: List[Dict[str, Any]] = field(default_factory=list)  # mixed batches: env settings per part, e.g.
+                                             # [{source: plan_path}, {source: sudoku, size: 4}]; metrics per part
 
 # %% ../../nbs/core/015_schema.ipynb #b47d3264
 @dataclass

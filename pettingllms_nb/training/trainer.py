@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from pathlib import Path
 from ..core.config import (Config, load_config, agent_roles, agent_config, agent_policies, env_kwargs,
                                         agent_kwargs, validation_seeds, train_seeds)
+from ..core.schema import ConfigError
 from ..core.registry import RegistryError, make_agent, make_worker, registry
 from ..engine.policies import ScriptedPolicy, run_sync
 from ..engine.rollout import arollout
@@ -31,12 +32,12 @@ from fastcore.basics import patch
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['STATE_FILE', 'OLD_STATE_FILE', 'SHOWN_METRICS', 'Unit', 'demonstration_policy', 'warm_start_pairs',
-           'warm_start_cache', 'tiny_kwargs', 'warm_start_key', 'build_tiny_base', 'successful_pairs', 'sft_base',
-           'build_units', 'make_optimizer', 'trace_metrics', 'CachingWorker', 'credited_roles', 'check_credit',
-           'Trainer', 'joined', 'keep_informative', 'InfraError', 'infra_summary', 'UnsafeCheckpoint', 'state_to_json',
-           'state_from_json', 'is_checkpoint', 'convert_checkpoint', 'run_leftovers', 'clear_run',
-           'checkpoint_mismatch', 'FitResult', 'new_figure', 'plot_metrics']
+__all__ = ['STATE_FILE', 'OLD_STATE_FILE', 'SHOWN_METRICS', 'Unit', 'demonstration_policy', 'mix_parts', 'part_trace',
+           'warm_start_pairs', 'warm_start_cache', 'tiny_kwargs', 'warm_start_key', 'build_tiny_base',
+           'successful_pairs', 'sft_base', 'build_units', 'make_optimizer', 'trace_metrics', 'CachingWorker',
+           'credited_roles', 'check_credit', 'Trainer', 'joined', 'keep_informative', 'InfraError', 'infra_summary',
+           'UnsafeCheckpoint', 'state_to_json', 'state_from_json', 'is_checkpoint', 'convert_checkpoint',
+           'run_leftovers', 'clear_run', 'checkpoint_mismatch', 'FitResult', 'new_figure', 'plot_metrics']
 
 # %% ../../nbs/training/084_trainer.ipynb #97c12dbf
 @dataclass
@@ -73,6 +74,26 @@ def demonstration_policy(env:str, p_oracle:float=1.0, seed:int=0, oracle:str='or
     mixed.__name__ = f"{oracle}_{p_oracle:g}_{fallback}"
     return ScriptedPolicy(mixed, seed=seed)
 
+# %% ../../nbs/training/084_trainer.ipynb #8740da80
+def mix_parts(cfg) -> list[tuple[str, Config]]:
+    "(name, config) of each part of `env.mix` (named by its source, numbered when two share one); [] when unmixed."
+    parts = [OmegaConf.to_container(p, resolve=True) if not isinstance(p, dict) else dict(p) for p in cfg.env.mix]
+    out, whole = [], cfg.to_dict()
+    for i, p in enumerate(parts):   # a part's keys replace the run's (its `kwargs` as a whole: another game's parameters)
+        try: pc = load_config({**whole, 'env': {**whole['env'], **p, 'mix': []}})
+        except ConfigError as e: raise ConfigError(f"env.mix[{i}] (the run's config with {p})", e.errors) from None
+        if agent_roles(pc) != agent_roles(cfg):
+            raise ValueError(f"env.mix[{i}]: its roles {agent_roles(pc)} differ from the run's {agent_roles(cfg)}")
+        out.append((str(pc.env.source or pc.env.name), pc))
+    names = [n for n, _ in out]
+    return [(f"{n}{i}" if names.count(n) > 1 else n, pc) for i, (n, pc) in enumerate(out)]
+
+def part_trace(tr:Trace, name:str) -> Trace:
+    "The steps and episodes of part `name` of a mixed rollout (`tr.meta['part_of']`: problem uid -> part)."
+    part = tr.meta.get('part_of', {})
+    return Trace([s for s in tr.steps if part.get(s.problem_uid) == name],
+                 [e for e in tr.episodes if part.get(e.problem_uid) == name], tr.roots, tr.meta)
+
 # %% ../../nbs/training/084_trainer.ipynb #cd3afb9a
 def _in_play_order(tr:Trace) -> list:
     "The kept steps of `tr`, episode by episode (in the order the episodes were started), each in play order."
@@ -88,10 +109,12 @@ def warm_start_pairs(cfg, systems=None, n_seeds:int=256, p_oracle:float=1.0, see
     seeds = train_seeds(random.Random(f"warmstart|{seed}"), n_seeds)
     policy = demonstration_policy(cfg.env.name, p_oracle, seed) if policy is None else policy
     pairs = []
-    for roles in systems or [agent_roles(cfg)]:
-        for i in range(0, len(seeds), chunk):   # the same pairs as one rollout: a scripted policy's draws are per request
-            tr = run_sync(arollout(cfg, policy, seeds=seeds[i:i + chunk], turn_order=list(roles), worker=worker, seed=seed))
-            pairs += [(s.prompt, s.completion) for s in _in_play_order(tr)]
+    for part in [pc for _, pc in mix_parts(cfg)] or [cfg]:   # mixed batches (`env.mix`): every part is demonstrated
+        for roles in systems or [agent_roles(cfg)]:
+            for i in range(0, len(seeds), chunk):   # the same pairs as one rollout: a scripted policy's draws are per request
+                tr = run_sync(arollout(part, policy, seeds=seeds[i:i + chunk], turn_order=list(roles), worker=worker,
+                                       seed=seed))
+                pairs += [(s.prompt, s.completion) for s in _in_play_order(tr)]
     return pairs
 
 def warm_start_cache() -> Path:
@@ -314,6 +337,7 @@ class Trainer:
         self.out = Path(out_dir or t.output_dir); self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir = self.out / t.model_checkpoints_dir
         self.roles, self.progress = agent_roles(self.cfg), progress
+        self.parts = mix_parts(self.cfg)   # mixed batches: (name, config) per part of `env.mix`; [] when unmixed
         check_credit(self.cfg)
         torch.manual_seed(t.seed)
         self.worker = worker if worker is not None else _run_worker(self.cfg)   # resource.worker: sandbox or ray
@@ -337,16 +361,26 @@ class Trainer:
 def _train_seeds(self:Trainer) -> list: return train_seeds(self.rng, self.cfg.training.train_batch_size)
 
 @patch
-def collect(self:Trainer, seeds=None, mode=None, sample_num=None, temperature=None, n=None) -> Trace:
+def collect(self:Trainer, seeds=None, mode=None, sample_num=None, temperature=None, n=None,
+            split:bool=True) -> Trace:   # mixed batches: part i takes every n-th seed (False: every part all of them)
     "Roll out the current policies (training sampling unless `temperature` is given)."
     t = self.cfg.training
     sample_num = renamed_kwarg('Trainer.collect', 'sample_num', sample_num, 'n', n)
     samp = {'max_tokens': t.max_response_length, **({} if temperature is None else {'temperature': temperature})}
+    seeds = self._train_seeds() if seeds is None else list(seeds)
+    def run(cfg, seeds):
+        return run_sync(arollout(cfg, self.policies, mode=mode or t.rollout_mode, sample_num=sample_num or t.train_sample_num,
+                                 select=t.branch_select, seeds=seeds, worker=self.worker, sampling=samp, seed=t.seed))
     with self._whole_units():   # under FSDP the trained models are gathered for sampling (every rank rolls out)
-        return run_sync(arollout(self.cfg, self.policies, mode=mode or t.rollout_mode,
-                                 sample_num=sample_num or t.train_sample_num, select=t.branch_select,
-                                 seeds=self._train_seeds() if seeds is None else seeds,
-                                 worker=self.worker, sampling=samp, seed=t.seed))
+        if not self.parts: return run(self.cfg, seeds)
+        n, tr, part_of = len(self.parts), None, {}
+        for i, (name, pc) in enumerate(self.parts):
+            if not (mine := seeds[i::n] if split else seeds): continue
+            one = run(pc, mine)
+            part_of.update({e.problem_uid: name for e in one.episodes})
+            tr = one if tr is None else joined(tr, one)
+        tr.meta['part_of'] = part_of
+        return tr
 
 @patch
 @contextlib.contextmanager
@@ -424,6 +458,7 @@ def train_step(self:Trainer) -> dict:
     if t.dynamic_sampling_rounds: tr, advs, values, dapo = self._resampled(tr, seeds, advs, estimate)
     t1 = time.perf_counter()
     m = {'step': self.step + 1, **trace_metrics(tr, 'train'), **canaries, **dapo, **advs.stats.as_dict(prefix='adv/')}
+    for name, _ in self.parts: m.update(trace_metrics(part_trace(tr, name), f'train/{name}'))
     for u in self.units:
         idx = [i for i, s in enumerate(tr.steps) if s.role in u.roles]
         m.update(self._unit_update(u, [tr.steps[i] for i in idx], [values[i] for i in idx]))
@@ -440,9 +475,11 @@ def evaluate(self:Trainer, seeds=None, sample_num:int|None=None, temperature:flo
     sample_num = renamed_kwarg('Trainer.evaluate', 'sample_num', sample_num, 'k', k) or t.validate_sample_num
     if temperature is None: temperature = float(agent_config(self.cfg, self.roles[0]).val_temperature)
     tr = self.collect(seeds=self.val_seeds if seeds is None else list(seeds), mode='independent', sample_num=sample_num,
-                      temperature=temperature)
+                      temperature=temperature, split=False)   # mixed batches: every part plays every validation seed
     self.check_infra(tr, 'validation')
-    return trace_metrics(tr, prefix)
+    m = trace_metrics(tr, prefix)
+    for name, _ in self.parts: m.update(trace_metrics(part_trace(tr, name), f'{prefix}/{name}'))
+    return m
 
 # %% ../../nbs/training/084_trainer.ipynb #c4ebdc90
 class InfraError(RuntimeError):
