@@ -410,5 +410,8 @@ def test_mixed_batches_split_training_play_every_validation_seed_and_report_each
     assert m['train/plan_path/episodes'] + m['train/sudoku/episodes'] == m['train/episodes'] and m['train/sudoku/episodes'] > 0
     v = tr.evaluate()
     assert v['val/plan_path/episodes'] == v['val/sudoku/episodes'] == 2 and v['val/episodes'] == 4   # val_size=2, each part
+    dapo = Trainer('tiny_plan_path_single', SMALL + ['training.train_batch_size=4', mix, 'training.dynamic_sampling_rounds=2'],
+                   out_dir=tmp_path / 'd', progress=False).train_step()   # resampled batches keep saying which part
+    assert dapo['train/plan_path/episodes'] + dapo['train/sudoku/episodes'] == dapo['train/episodes']
     with pytest.raises(ConfigError, match=r'env.mix\[0\](.|\n)*env.size=5'):
         Trainer('tiny_plan_path_single', SMALL + ['env.mix=[{source: sudoku, size: 5}]'], out_dir=tmp_path / 'b', progress=False)

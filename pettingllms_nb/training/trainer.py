@@ -410,7 +410,8 @@ def _unit_update(self:Trainer, unit:Unit, steps:list, advs:list) -> dict:
 # %% ../../nbs/training/084_trainer.ipynb #3e35e9f5
 def joined(a:Trace, b:Trace) -> Trace:
     "One trace holding the steps, episodes and initial states of rollouts `a` and `b` (of different problems)."
-    meta = {**a.meta, 'seeds': list(a.meta.get('seeds') or []) + list(b.meta.get('seeds') or [])}
+    meta = {**a.meta, 'seeds': list(a.meta.get('seeds') or []) + list(b.meta.get('seeds') or []),
+            'part_of': {**a.meta.get('part_of', {}), **b.meta.get('part_of', {})}}   # mixed batches: each problem's part
     return Trace(a.steps + b.steps, a.episodes + b.episodes, {**a.roots, **b.roots}, meta)
 
 def keep_informative(advs, target:int) -> tuple[list, int]:

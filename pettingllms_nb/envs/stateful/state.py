@@ -77,30 +77,27 @@ def _random_block_moves(g, rng):
 # %% ../../../nbs/envs/stateful/113_state.ipynb #68c3b2c4
 _TRIPLES = re.compile(r"\d{3}(?:[ \t,]+\d{3})*")
 
-def _parse_sudoku_compact(text, size, marker):
-    "Placements as `rcv` digit triples separated by spaces or commas ('023 114'), or any full-style Sudoku action."
-    if isinstance(text, str):
-        s = text[-MAX_PARSE_CHARS:]
-        s = (s.rsplit(marker, 1)[1] if marker and marker in s else s).strip()
-        line = s.split('\n', 1)[0].strip()
-        if _TRIPLES.fullmatch(line):
-            out = [[int(t[0]), int(t[1]), int(t[2])] for t in re.findall(r"\d{3}", line)]
-            if len(out) > 2 * size * size: raise FormatError(f"too many placements ({len(out)} > {2 * size * size})")
-            for i, (r, c, v) in enumerate(out):
-                if not (r < size and c < size and 1 <= v <= size):
-                    raise FormatError(f"placement {i} is {r}{c}{v}; expected row and column digits in 0..{size - 1}, "
-                                      f"value in 1..{size}")
-            return out
-        if line and re.fullmatch(r"[\d\s,]+", line):
-            raise FormatError("expected placements as row-column-value digit triples separated by spaces, "
-                              f"e.g. '023 114'; got {line[:40]!r}")
-    return _parse_sudoku(text, size, marker)
-
 def _compact_line(text, marker) -> str:
     "The first line of a compact answer (after `marker` when it holds one), or '' for a non-string."
     if not isinstance(text, str): return ''
     s = text[-MAX_PARSE_CHARS:]
     return (s.rsplit(marker, 1)[1] if marker and marker in s else s).strip().split('\n', 1)[0].strip()
+
+def _parse_sudoku_compact(text, size, marker):
+    "Placements as `rcv` digit triples separated by spaces or commas ('023 114'), or any full-style Sudoku action."
+    line = _compact_line(text, marker)
+    if _TRIPLES.fullmatch(line):
+        out = [[int(t[0]), int(t[1]), int(t[2])] for t in re.findall(r"\d{3}", line)]
+        if len(out) > 2 * size * size: raise FormatError(f"too many placements ({len(out)} > {2 * size * size})")
+        for i, (r, c, v) in enumerate(out):
+            if not (r < size and c < size and 1 <= v <= size):
+                raise FormatError(f"placement {i} is {r}{c}{v}; expected row and column digits in 0..{size - 1}, "
+                                  f"value in 1..{size}")
+        return out
+    if line and re.fullmatch(r"[\d\s,]+", line):
+        raise FormatError("expected placements as row-column-value digit triples separated by spaces, "
+                          f"e.g. '023 114'; got {line[:40]!r}")
+    return _parse_sudoku(text, size, marker)
 
 _PAIRS = re.compile(r"\d{2}(?:[ \t,]+\d{2})*")
 
