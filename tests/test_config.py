@@ -25,7 +25,8 @@ CODE_PRESETS = ['code_env', 'code_env_single', 'gpu_code_qwen3_1.7b_lora', 'tiny
 SEARCH_PRESETS = ['gpu_search_qwen3_1.7b_lora', 'search_env', 'search_env_single', 'tiny_search', 'tiny_search_lora',
                   'tiny_search_single']   # checked in test_search_env.py
 DATA_PRESETS = ['tiny_search_hotpotqa']   # presets that name a data source: checked in test_data_sources.py
-INTEROP_PRESETS = ['tiny_openenv']   # a relay to a remote: checked in test_interop_train.py
+INTEROP_PRESETS = ['gpu_reasoning_gym_qwen3_1.7b_lora', 'reasoning_gym', 'reasoning_gym_single',   # test_interop_reasoning_gym.py
+                   'tiny_openenv']   # a relay to a remote: checked in test_interop_train.py
 ALFWORLD_PRESETS = ['alfworld', 'alfworld_single', 'gpu_alfworld_qwen3_1.7b_lora', 'gpu_alfworld_real_qwen3_1.7b_lora',
                     'tiny_alfworld', 'tiny_alfworld_lora', 'tiny_alfworld_single']   # checked in test_alfworld.py
 WEB_PRESETS = ['gpu_web_shop_qwen3_1.7b_lora', 'tiny_web_forms', 'tiny_web_forms_lora', 'tiny_web_forms_single',

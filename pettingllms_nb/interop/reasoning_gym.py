@@ -16,6 +16,8 @@ from ..core.parsing import FormatError, parse_window, printable, extract_program
 from ..core.rewards import RewardSpec, local, team, process
 from ..core.registry import register_env, register_agent, register_scripted
 from ..core.params import Param, declare_params
+from ..core.accessors import VAL_SEED_BASE
+from ..widgets.render import register_card, as_dict, esc, badge, verdict_badge, flag_badge, _code, _pre, _section, _val
 from ..sandbox.program import arun_tool_turn, earlier_answers, MAX_CODE_CHARS, INFRA_VERDICTS, OK_VERDICTS, normalise_verdict
 
 if importlib.util.find_spec('reasoning_gym') is None:   # the registry lists this module unavailable, naming the extra
@@ -25,7 +27,7 @@ if importlib.util.find_spec('reasoning_gym') is None:   # the registry lists thi
 __all__ = ['MAX_ANSWER_CHARS', 'ANSWER_FORMAT', 'TOOL_INTRO', 'REASONING_INTRO', 'RG_TOOL_REWARDS', 'RG_REASONING_REWARDS',
            'rg_tasks', 'rg_dataset', 'ReasoningGymState', 'ReasoningGymEnv', 'parse_answer', 'tool_answer_of',
            'tool_prompt', 'reasoning_prompt', 'single_prompt', 'RGToolAgent', 'RGReasoner', 'RGSingleAgent',
-           'rg_respond', 'rg_oracle_policy', 'rg_random_policy']
+           'rg_respond', 'rg_oracle_policy', 'rg_random_policy', 'rg_html']
 
 # %% ../../nbs/interop/200_reasoning_gym.ipynb #028aa4c4
 _DATASETS: dict = {}              # (task, size, dataset_seed, config json) -> the reasoning-gym dataset
@@ -57,6 +59,7 @@ class ReasoningGymState(EnvState):
     task: str = ''                         # the generator's name
     question: str = ''                     # the entry's question
     problem_id: str = ''                   # the entry's index in the dataset
+    split: int = 0                         # the seed's million: 0 training, 1 validation, 2 the demo's, 3 eval's
     tool_code: str|None = None             # the tool agent's latest program
     tool_verdict: str|None = None          # the sandbox's verdict on it
     tool_output: str|None = None           # what it printed, or its error text (clipped)
@@ -83,28 +86,35 @@ class ReasoningGymEnv(Env):
 
     def __init__(self,
                  task:str='basic_arithmetic',  # a reasoning-gym generator (`rg_tasks()`)
-                 size:int=100,                 # entries in the dataset; episode seed s plays entry s % size
+                 size:int=100,                 # entries per dataset; seed s plays entry s % size of its split's
                  dataset_seed:int=0,           # the generator's seed (the episode's seed is `reset`'s)
                  config:dict|None=None,        # the generator's own parameters, e.g. its difficulty
                  threshold:float=1.0,          # the score that counts as solved
                  max_turns:int|None=None):     # turns per episode (None: 2)
         self.task, self.size, self.dataset_seed = task, size, dataset_seed
         self.gen_config, self.threshold = dict(config or {}), threshold
-        self.dataset = rg_dataset(task, size, dataset_seed, self.gen_config)
+        self.dataset = rg_dataset(task, size, dataset_seed, self.gen_config)   # the training seeds' entries
         self._entries = {}
         super().__init__(max_turns=max_turns, task=task, size=size, dataset_seed=dataset_seed,
                          config=self.gen_config, threshold=threshold)
 
-    def entry(self, i:int) -> dict:
-        "Entry `i` of the dataset (with its gold answer: for scoring only)."
-        if i not in self._entries: self._entries[i] = self.dataset[i]
-        return self._entries[i]
+    def split_dataset(self, split:int):
+        "The dataset that seeds of million `split` play: split 0 (training) `dataset_seed`'s, every other its own."
+        if split == 0: return self.dataset
+        seed = int(hashlib.sha1(f"{self.dataset_seed}/{split}".encode()).hexdigest()[:8], 16)
+        return rg_dataset(self.task, self.size, seed, self.gen_config)
+
+    def entry(self, i:int, split:int|None=None) -> dict:
+        "Entry `i` of a split's dataset (the current state's split by default; with its gold answer: for scoring only)."
+        split = self.state.split if split is None else split
+        if (split, i) not in self._entries: self._entries[split, i] = self.split_dataset(split)[i]
+        return self._entries[split, i]
 
     def make_state(self, rng:random.Random) -> ReasoningGymState:
-        i = self.seed % self.size
-        e = self.entry(i)
+        split, i = self.seed // VAL_SEED_BASE, self.seed % self.size
+        e = self.entry(i, split)
         _ANSWER_BY_QUESTION[e['question']] = e['answer']
-        return ReasoningGymState(task=self.task, question=e['question'], problem_id=str(i))
+        return ReasoningGymState(task=self.task, question=e['question'], problem_id=str(i), split=split)
 
 # %% ../../nbs/interop/200_reasoning_gym.ipynb #13e111c6
 @patch
@@ -125,7 +135,8 @@ def gold(self:ReasoningGymEnv) -> str:
 @patch
 def problem_key(self:ReasoningGymEnv) -> str:
     cfg = hashlib.sha1(_config_key(self.gen_config).encode()).hexdigest()[:8]
-    return f"{self.task}/{self.size}/{self.dataset_seed}/{cfg}/{self.state.problem_id}"
+    split = f"/split{self.state.split}" if self.state.split else ''
+    return f"{self.task}/{self.size}/{self.dataset_seed}/{cfg}{split}/{self.state.problem_id}"
 
 @patch
 def is_terminal(self:ReasoningGymEnv) -> bool: return bool(self.state.agree or self.state.single)
@@ -140,7 +151,7 @@ def is_success(self:ReasoningGymEnv) -> bool:
 # %% ../../nbs/interop/200_reasoning_gym.ipynb #f896aee2
 declare_params(ReasoningGymEnv,
                task=Param(str, doc="a reasoning-gym generator's name (reasoning_gym.factory.DATASETS)"),
-               size=Param(int, ge=1, doc='entries in the dataset; episode seed s plays entry s % size'),
+               size=Param(int, ge=1, doc="entries per dataset; seed s plays entry s % size of its split's dataset"),
                dataset_seed=Param(int, doc="the generator's seed"),
                config=Param(dict, optional=True, doc="the generator's own parameters (its difficulty)"),
                threshold=Param(float, gt=0, le=1, doc='the score that counts as solved'))
@@ -327,3 +338,47 @@ def rg_random_policy(request,           # a `reasoning_gym_env` request
                     ) -> str:
     "A scripted policy (`fn(request, rng)`) that answers a random integer in the right format."
     return rg_respond(request.role, str(rng.randint(0, 100)))
+
+# %% ../../nbs/interop/200_reasoning_gym.ipynb #036c936b
+def _score_badge(name:str, score:float, ready:bool) -> str:
+    "The generator's score of an answer: green when solved, red when not, grey while no answer is given."
+    return flag_badge(f"{name} {score:.2f}", score >= 1.0, None if ready else f"{name}: no answer yet")
+
+def _rg_turns(d:dict) -> str:
+    tools, reasons = d.get('tool_history') or [], d.get('reasoning_history') or []
+    rows = []
+    for i in range(max(len(tools), len(reasons))):
+        t, r = (tools[i] if i < len(tools) else {}), (reasons[i] if i < len(reasons) else {})
+        rows.append(f"<tr><td>{i + 1}</td><td>{verdict_badge(t.get('verdict')) if t else ''}</td>"
+                    f"<td>{_val(t.get('answer'), 80) if t else ''}</td><td>{_val(r.get('answer'), 80) if r else ''}</td></tr>")
+    return ("<table class='pllm-history'><tr><th>turn</th><th>verdict</th><th>tool answer</th><th>answer</th></tr>"
+            f"{''.join(rows)}</table>")
+
+# %% ../../nbs/interop/200_reasoning_gym.ipynb #377096cf
+def _rg_tool(d:dict) -> str:
+    if d.get('tool_code') is None: return '<i>no program yet</i>'
+    out = f"<small>output</small>{_pre(esc(d['tool_output'], 3000))}" if d.get('tool_output') else ''
+    return (f"{verdict_badge(d.get('tool_verdict'))} answer: <code class='pllm-answer'>{_val(d.get('tool_answer'), 200)}"
+            f"</code>{_code(d['tool_code'])}{out}")
+
+def _rg_reasoning(d:dict) -> str:
+    if d.get('reasoning_response') is None: return '<i>no response yet</i>'
+    return (f"answer: <code class='pllm-answer'>{_val(d.get('answer'), 200)}</code>"
+            f"{_pre(esc(d.get('reasoning_response'), 4000))}")
+
+@register_card(ReasoningGymState)
+def rg_html(state, highlight=()) -> str:
+    "A `reasoning_gym_env` state (a `ReasoningGymState` or its dict): question, program, output, answers, scores, turns."
+    d = as_dict(state)
+    tool, answered = d.get('tool_code') is not None, d.get('answer') is not None
+    flags = (_score_badge('score', d.get('score') or 0.0, answered)
+             + (_score_badge('tool score', d.get('tool_score') or 0.0, d.get('tool_answer') is not None) if tool else '')
+             + (flag_badge('agree', d.get('agree')) if tool and answered else '') + (badge('single agent') if d.get('single') else ''))
+    turns = d.get('tool_history') or d.get('reasoning_history')
+    return (f"<div class='pllm-rg'><b>reasoning-gym</b> · {esc(d.get('task'))}/{esc(d.get('problem_id'))} {flags}"
+            + _section('question', _pre(esc(d.get('question'), 3000)), ('question',), highlight)
+            + (_section('tool agent', _rg_tool(d), ('tool_code', 'tool_verdict', 'tool_output', 'tool_answer'), highlight)
+               if not d.get('single') else '')
+            + _section('answer', _rg_reasoning(d), ('reasoning_response', 'answer', 'score'), highlight)
+            + (_section('turns', _rg_turns(d), ('tool_history', 'reasoning_history'), highlight) if turns else '')
+            + "</div>")
