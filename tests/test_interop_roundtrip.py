@@ -71,10 +71,9 @@ def test_round_trip_diff_sees_a_difference():
 
 
 def test_relay_turn_order_must_be_the_remotes():
-    "Roles given in another order than the remote's are a bug that stops the rollout, named."
+    "Roles given in another order than the remote's are a bug that stops the rollout, named (a role may decline a turn, as a game's player does, but the remote's turn must end with ours)."
     from pettingllms_nb.engine.rollout import rollout
-    from pettingllms_nb.core.agent import StepError
-    with pytest.raises(StepError, match="expects 'tool_call_agent'"):
+    with pytest.raises(RuntimeError, match="still expects 'plan_agent' to answer in it"):
         rollout('_test_inprocess_relay', RelayPolicy(registry.scripted('stateful_env', 'oracle')), seeds=(0,),
                 target='stateful_sudoku', turn_order=relay_roles(['plan_agent', 'tool_call_agent']))
 

@@ -29,7 +29,7 @@ class AgentData:
     agent_reward: float|None = 0.0  # None: not scored (the step hit an infrastructure error)
     success: bool = False           # the agent's own sub-task is solved
     done: bool = False              # the agent has nothing more to do this episode
-    skip_current_turn: bool = False # the engine skips this agent for the rest of the turn
+    skip_current_turn: bool = False # the engine skips this agent for the rest of the turn (set in update_from_env: it declines the turn)
     response: str|None = None       # the raw model text
     format_error: str|None = None   # why `response` could not be parsed, if it could not
     infra_error: str|None = None    # why the step could not be carried out (sandbox, retriever, browser): never a reward

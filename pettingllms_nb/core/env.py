@@ -47,6 +47,8 @@ class Env:
     def is_success(self) -> bool: return False
     def is_terminal(self) -> bool: return False
     def problem_key(self) -> str: return f"seed={self.seed}"
+    def final_terms(self, role:str) -> dict: return {}   # reward terms known only at the end (a game's outcome): the
+                                                          # engine gives them to `role`'s last step of the episode
 
 # %% ../../nbs/core/017_env.ipynb #3c4d5e6f
 @patch(as_prop=True)

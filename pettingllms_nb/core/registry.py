@@ -128,6 +128,7 @@ BUILTINS = {
     'pettingllms_nb.interop.session': ('interop', [('env', 'openenv_env')]),
     'pettingllms_nb.interop.pettingzoo': ('interop', [('env', 'pettingzoo_env')]),
     'pettingllms_nb.interop.reasoning_gym': ('interop', [('env', 'reasoning_gym_env'), ('agent', 'rg_tool'), ('agent', 'rg_reasoner'), ('agent', 'rg_single_agent'), ('scripted', 'reasoning_gym_env.oracle'), ('scripted', 'reasoning_gym_env.random')]),
+    'pettingllms_nb.interop.openspiel': ('games', [('env', 'openspiel_env'), ('agent', 'os_player_0'), ('agent', 'os_player_1'), ('agent', 'os_player_2'), ('agent', 'os_player_3'), ('scripted', 'openspiel_env.random'), ('scripted', 'openspiel_env.first')]),
     # data sources: each environment declares its own, in a module that imports none of its heavy parts
     'pettingllms_nb.envs.math.sources': (None, [('source', n) for n in (
         'aime24', 'aime25', 'olympiadbench', 'polaris', 'dapo', 'math_original')]),

@@ -170,8 +170,10 @@ class _Ctx:
 def _default_policy(req, rng): return rng.choice(GARBAGE[:4] + ['#### ["U", "R"]', '#### [1]', '#### [[0, 0, 1]]', '```python\nprint([])\n```'])
 
 class _NotAsked(logging.Filter):
-    "Drop the rollout's 'credit is not applied in tree mode' notice (it is advice for a mode the user chose)."
-    def filter(self, record): return 'RewardSpec.credit is not applied in tree mode' not in record.getMessage()
+    "Drop the rollout's notices that credit and final terms are not applied in tree mode (advice for a mode the user chose)."
+    def filter(self, record):
+        m = record.getMessage()
+        return 'RewardSpec.credit is not applied in tree mode' not in m and 'are not given in tree mode' not in m
 
 @contextlib.contextmanager
 def _unasked_credit_notice():

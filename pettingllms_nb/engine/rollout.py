@@ -26,7 +26,8 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['SCHEDULES', 'MODES', 'SELECTS', 'RolloutSpec', 'resolve_spec', 'resolve_policies', 'Slot', 'make_slots', 'start_turn',
-           'Branch', 'agent_turn', 'release', 'keep_branch', 'close_episodes', 'credit_episodes', 'arollout', 'rollout']
+           'Branch', 'agent_turn', 'release', 'keep_branch', 'close_episodes', 'credit_episodes', 'settle_episodes',
+           'arollout', 'rollout']
 
 # %% ../../nbs/engine/042_rollout.ipynb #87847581
 SCHEDULES = ('sequential', 'simultaneous')   # RolloutSpec.schedule, multi_agent_interaction.schedule
@@ -175,9 +176,10 @@ async def agent_turn(slots:list[Slot], role:str, turn:int, policy, spec:RolloutS
                      sample_num:int=1, sampling:dict|None=None, worker=None) -> list[list[Branch]]:
     "Phase 2: `role` answers in every slot that may act; returns each slot's branches (`sample_num` each if `tree`)."
     act = [s for s in slots if not s.env.done and not s.agents[role].skip_current_turn]
-    if not act: return []
     if spec.schedule == 'sequential':
         for s in act: s.agents[role].update_from_env(s.env, turn)
+        act = [s for s in act if not s.agents[role].skip_current_turn]   # an agent may decline its turn (not its move)
+    if not act: return []
     reqs = [Request(role, s.agents[role].current_prompt, n=sample_num if tree else 1, sampling=sampling or {},
                     problem_uid=s.uid, turn_idx=turn, rollout_idx=s.rollout_idx) for s in act]
     try: outs, failed = await _generate(policy, reqs), None
@@ -280,6 +282,27 @@ def credit_episodes(slots:list[Slot], tree:bool=False) -> int:
             n += 1
     return n
 
+# %% ../../nbs/engine/042_rollout.ipynb #e0667201
+def settle_episodes(slots:list[Slot], tree:bool=False) -> int:
+    "Phase 4a: each finished slot's `env.final_terms(role)` go into that role's last kept step; returns how many steps."
+    wanted = [s for s in slots if s.env.done and any(s.env.final_terms(r) for r in s.agents)]
+    if wanted and tree:
+        _log.warning("Env.final_terms (outcomes known at the end) are not given in tree mode (a kept step's siblings "
+                     "were never played to the end); use mode='independent'")
+    if tree: return 0
+    n = 0
+    for s in wanted:
+        for role, agent in s.agents.items():
+            terms = s.env.final_terms(role)
+            last = next((st for st in reversed(s.kept) if st.role == role), None)
+            if not terms or last is None or last.reward is None: continue   # never moved, or not scored
+            unknown = sorted(set(terms) - {t.name for t in agent.reward_spec.terms})
+            if unknown: raise ValueError(f"{type(s.env).__name__}.final_terms({role!r}) names {unknown}, not terms of "
+                                         f"{role}'s RewardSpec ({[t.name for t in agent.reward_spec.terms]})")
+            last.reward_terms = {**last.reward_terms, **terms}
+            last.reward, n = agent.reward_spec.mix(last.reward_terms), n + 1
+    return n
+
 # %% ../../nbs/engine/042_rollout.ipynb #3e4f5a6b
 def _check_sample_num(sample_num) -> int:
     if not isinstance(sample_num, int) or isinstance(sample_num, bool) or sample_num < 1:
@@ -335,6 +358,7 @@ async def arollout(config_or_env,              # a registered env name, a `Confi
                 if not s.env.done: s.env.end_turn()
             turn += 1
             if bar is not None: bar.update(1)
+        settle_episodes(slots, tree)
         credit_episodes(slots, tree)
         close_episodes(slots, trace)
     finally:   # also when a step's bug ends the rollout

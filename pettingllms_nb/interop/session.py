@@ -88,8 +88,9 @@ def _advance(self:TextSession):
         while self._queue:
             r = self._queue.pop(0)
             if self.agents[r].skip_current_turn: continue
-            self.role = r
             if self.spec.schedule == 'sequential': self.agents[r].update_from_env(self.env, self.turn)
+            if self.agents[r].skip_current_turn: continue   # it declined its turn (not its move)
+            self.role = r
             return
         self.env.end_turn()
         self.turn += 1
@@ -152,6 +153,7 @@ class RelayState(EnvState):
     done: bool = False
     success: bool = False
     truncated: bool = False
+    turn: int|None = None         # the remote's turn of the role it waits for (None: the remote does not say)
 
 RELAY_PREFIX = 'remote.'   # our name of a remote's role: `remote.<role>` (the role's own name is its local agent's)
 
@@ -210,7 +212,8 @@ def _view(self:RelayEnv,
     "Our state from a remote's report. The facts of a step are those right after it, before the remote ends its turn."
     facts = obs if after is None else after
     return RelayState(obs.get('role'), obs.get('prompt'), facts.get('state') or {}, obs.get('problem_uid') or '',
-                      bool(facts.get('done')), bool(facts.get('success')), bool(obs.get('truncated')))
+                      bool(facts.get('done')), bool(facts.get('success')), bool(obs.get('truncated')),
+                      obs.get('turn'))
 
 @patch
 def make_state(self:RelayEnv, rng) -> RelayState:
@@ -225,6 +228,9 @@ def is_terminal(self:RelayEnv) -> bool: return self.state.done
 @patch
 def end_turn(self:RelayEnv):
     "End the turn; a remote that truncated its episode (its own turn cap, below ours) ends ours here too."
+    if not self.state.done and self.state.turn is not None and self.state.turn <= self.turn:   # the remote is still in our turn
+        raise RuntimeError(f"{type(self).__name__}: our turn {self.turn} is over but the remote still expects "
+                           f"{self.state.role!r} to answer in it (the turn_order given to our engine must be the remote's)")
     Env.end_turn(self)
     if self.state.truncated: self.max_turns = min(self.max_turns, self.turn)
 @patch(as_prop=True)
@@ -254,6 +260,10 @@ class RelayAgent(Agent):
     remote_record: dict = None
 
     def build_prompt(self, env, turn_idx): return env.state.prompt
+    def update_from_env(self, env, turn_idx):
+        "Read the remote's prompt; decline the turn when the remote waits for another role (a game's move order)."
+        Agent.update_from_env(self, env, turn_idx)
+        self.skip_current_turn = env.state.role is not None and env.state.role != remote_role(self.role)
     async def step(self, env, worker=None):
         rec = self.remote_record = await env.relay(remote_role(self.role), self.response)
         self.current_action, self.format_error = rec.get('action'), rec.get('format_error')

@@ -51,7 +51,7 @@ def prompt(self:EnvActor, key:str, role:str, turn:int):
     env, agents = self.episodes[key]
     if env.done or agents[role].skip_current_turn: return None
     agents[role].update_from_env(env, turn)
-    return agents[role].current_prompt
+    return None if agents[role].skip_current_turn else agents[role].current_prompt   # it may decline (not its move)
 
 @patch
 def act(self:EnvActor, key:str, role:str, response:str) -> dict:
